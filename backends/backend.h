@@ -1,0 +1,82 @@
+#pragma once
+// The runtime side of a backend: what it is, whether it can run here, its devices, and the
+// memory / stream / event operations the type-erased Queue and buffers forward to. Each
+// compiled backend provides one instance; the registry lists them.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kaas {
+
+enum class BackendId { kSerial, kOpenmp, kGpuEmu, kCuda, kHip };
+
+struct DeviceInfo {
+  std::string name;             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
+  std::string details;          // ISA extensions, OpenMP threads, GPU architecture
+  int max_group_size = 0;       // largest group_size a launch accepts
+  size_t max_shared_bytes = 0;  // largest dynamic group-shared memory per launch
+  int compute_units = 0;        // cores or SMs / CUs
+  size_t memory_bytes = 0;      // device memory (host RAM for CPU backends)
+};
+
+struct LaunchLimits {
+  int max_group_size = 0;
+  size_t max_shared_bytes = 0;
+};
+
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendId id() const = 0;
+  virtual std::string_view name() const = 0;
+  // Whether kernels can run here (a GPU backend without a device is compiled but unavailable).
+  virtual bool available() const = 0;
+  virtual std::string unavailable_reason() const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  // True when device memory is host memory (CPU backends): copies are plain memcpy.
+  virtual bool device_memory_is_host() const = 0;
+  // Checked by every launch; cheap (no device query).
+  virtual LaunchLimits launch_limits(int device) const = 0;
+  // How many groups keep the device busy; launchers cap grid-stride loops with it.
+  virtual int64_t resident_groups(int device) const = 0;
+
+  virtual void* create_stream(int device) const = 0;
+  virtual void destroy_stream(void* stream) const = 0;
+  virtual void synchronize(void* stream) const = 0;
+
+  virtual void* allocate_device(size_t bytes, int device) const = 0;
+  virtual void free_device(void* ptr) const = 0;
+  virtual void* allocate_pinned(size_t bytes) const = 0;
+  virtual void free_pinned(void* ptr) const = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind,
+                    void* stream) const = 0;
+
+  virtual void* create_event() const = 0;
+  virtual void destroy_event(void* event) const = 0;
+  virtual void record_event(void* event, void* stream) const = 0;
+  virtual void wait_event(void* event) const = 0;
+  virtual double elapsed_ms(void* start, void* stop) const = 0;
+};
+
+// Every backend compiled into this binary, in a fixed order (serial, openmp, gpu_emu, cuda,
+// hip), available or not.
+std::span<const Backend* const> compiled_backends();
+// Throws kNotFound naming the known backends when `name` is not compiled in.
+const Backend& find_backend(std::string_view name);
+// "auto": the first available of cuda, hip, openmp, serial (gpu_emu is for tests only).
+const Backend& default_backend();
+
+std::string_view to_string(BackendId id);
+
+// Architectures the GPU backends were compiled for ("80;90", "gfx90a;gfx940"), empty if off.
+std::string_view cuda_architectures();
+std::string_view hip_architectures();
+
+}  // namespace kaas

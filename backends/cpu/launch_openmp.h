@@ -1,0 +1,31 @@
+#pragma once
+// launch() of the OpenMP backend: groups are spread over the caller's OpenMP threads
+// (OMP_NUM_THREADS / omp_set_num_threads; kaas never picks its own count). Called from inside
+// an active parallel region, the launch runs on the calling thread only, so kaas nests inside
+// task-based frameworks without oversubscribing the machine.
+
+#include <omp.h>
+
+#include "backends/cpu/host_ctx.h"
+#include "backends/cpu/shared_scratch.h"
+#include "backends/launch_check.h"
+#include "backends/queue.h"
+
+namespace kaas::openmp {
+
+template <class Kernel, class... Args>
+void launch(const Queue& queue, int64_t groups, int group_size, size_t shared_bytes,
+            const Kernel& kernel, const Args&... args) {
+  check_launch(queue, groups, group_size, shared_bytes, Kernel::kName);
+  const bool go_parallel = groups > 1 && !omp_in_parallel();
+#pragma omp parallel if (go_parallel)
+  {
+    unsigned char* shared = detail::thread_shared_scratch(shared_bytes);
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups; ++g) {
+      kernel(Ctx(g, groups, group_size, shared), args...);
+    }
+  }
+}
+
+}  // namespace kaas::openmp

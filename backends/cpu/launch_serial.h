@@ -1,0 +1,21 @@
+#pragma once
+// launch() of the serial backend: groups run one after another on the calling thread.
+
+#include "backends/cpu/host_ctx.h"
+#include "backends/cpu/shared_scratch.h"
+#include "backends/launch_check.h"
+#include "backends/queue.h"
+
+namespace kaas::serial {
+
+template <class Kernel, class... Args>
+void launch(const Queue& queue, int64_t groups, int group_size, size_t shared_bytes,
+            const Kernel& kernel, const Args&... args) {
+  check_launch(queue, groups, group_size, shared_bytes, Kernel::kName);
+  unsigned char* shared = detail::thread_shared_scratch(shared_bytes);
+  for (int64_t g = 0; g < groups; ++g) {
+    kernel(Ctx(g, groups, group_size, shared), args...);
+  }
+}
+
+}  // namespace kaas::serial

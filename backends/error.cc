@@ -1,0 +1,72 @@
+#include "backends/error.h"
+
+#include <sstream>
+
+namespace kaas {
+
+std::string_view to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case ErrorCode::kNotFound:
+      return "NOT_FOUND";
+    case ErrorCode::kUnavailable:
+      return "UNAVAILABLE";
+    case ErrorCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case ErrorCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case ErrorCode::kInternal:
+      return "INTERNAL";
+  }
+  return "INTERNAL";
+}
+
+int grpc_status_code(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return 3;
+    case ErrorCode::kNotFound:
+      return 5;
+    case ErrorCode::kUnavailable:
+      return 14;
+    case ErrorCode::kResourceExhausted:
+      return 8;
+    case ErrorCode::kUnimplemented:
+      return 12;
+    case ErrorCode::kInternal:
+      return 13;
+  }
+  return 13;
+}
+
+int http_status_code(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kResourceExhausted:
+      return 503;  // Triton answers a full queue with 503 Service Unavailable.
+    case ErrorCode::kUnimplemented:
+      return 501;
+    case ErrorCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+Error::Error(ErrorCode code, const std::string& message)
+    : std::runtime_error(message), code_(code) {}
+
+void require(bool ok, std::string_view where, std::string_view what, std::string_view expected,
+             std::string_view received) {
+  if (ok) return;
+  std::ostringstream message;
+  message << where << ": " << what << ": expected " << expected << ", received " << received;
+  throw Error(ErrorCode::kInvalidArgument, message.str());
+}
+
+}  // namespace kaas

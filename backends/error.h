@@ -1,0 +1,37 @@
+#pragma once
+// The one error type of kaas. Its code maps 1:1 onto gRPC / KServe statuses so the server can
+// forward library errors unchanged.
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace kaas {
+
+enum class ErrorCode {
+  kInvalidArgument,    // bad shape, dtype, size, attribute, malformed model or request
+  kNotFound,           // unknown model, backend, tensor name
+  kUnavailable,        // device or server not present / not ready
+  kResourceExhausted,  // out of memory, queue full
+  kUnimplemented,      // valid request that kaas does not support (yet)
+  kInternal,           // a bug or a runtime failure (GPU launch error, barrier divergence)
+};
+
+std::string_view to_string(ErrorCode code);
+int grpc_status_code(ErrorCode code);  // google.rpc.Code value
+int http_status_code(ErrorCode code);  // Triton's HTTP mapping
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message);
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+// Throws kInvalidArgument "<where>: <what>: expected <expected>, received <received>" unless ok.
+void require(bool ok, std::string_view where, std::string_view what, std::string_view expected,
+             std::string_view received);
+
+}  // namespace kaas

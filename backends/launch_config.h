@@ -1,0 +1,13 @@
+#pragma once
+// Optional launch shape for a kernel call; zero fields are chosen by the kernel for the device.
+
+#include <cstdint>
+
+namespace kaas {
+
+struct LaunchConfig {
+  int group_size = 0;  // elements per group; 0 = kernel default (256)
+  int64_t groups = 0;  // groups launched; 0 = enough to fill the device, capped by the work
+};
+
+}  // namespace kaas

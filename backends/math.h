@@ -1,0 +1,65 @@
+#pragma once
+// Math wrappers usable inside kernels on every backend: device intrinsics under nvcc/hipcc,
+// the C library on the CPU. Kernels call kaas::math::*, never std:: or CUDA names directly.
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/portability.h"
+
+namespace kaas::math {
+
+template <class T>
+KAAS_INLINE_HD T min(T a, T b) {
+  return b < a ? b : a;
+}
+template <class T>
+KAAS_INLINE_HD T max(T a, T b) {
+  return a < b ? b : a;
+}
+template <class T>
+KAAS_INLINE_HD T abs(T a) {
+  return a < T(0) ? -a : a;
+}
+
+KAAS_INLINE_HD float exp(float x) {
+  return ::expf(x);
+}
+KAAS_INLINE_HD float log(float x) {
+  return ::logf(x);
+}
+KAAS_INLINE_HD float sqrt(float x) {
+  return ::sqrtf(x);
+}
+KAAS_INLINE_HD float tanh(float x) {
+  return ::tanhf(x);
+}
+KAAS_INLINE_HD float fma(float a, float b, float c) {
+  return ::fmaf(a, b, c);
+}
+KAAS_INLINE_HD double exp(double x) {
+  return ::exp(x);
+}
+KAAS_INLINE_HD double log(double x) {
+  return ::log(x);
+}
+KAAS_INLINE_HD double sqrt(double x) {
+  return ::sqrt(x);
+}
+KAAS_INLINE_HD double fma(double a, double b, double c) {
+  return ::fma(a, b, c);
+}
+
+KAAS_INLINE_HD float infinity() {
+  return __builtin_huge_valf();
+}
+KAAS_INLINE_HD bool isfinite(float x) {
+  return x - x == 0.0f;
+}
+
+// Integer division rounding up, for group counts and tiles.
+KAAS_INLINE_HD int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace kaas::math

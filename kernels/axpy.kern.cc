@@ -1,0 +1,24 @@
+// axpy for one backend (see backends/kernel.h for how kernels are written).
+
+#include "kernels/axpy.h"
+#include "backends/kernel.h"
+
+namespace kaas::KAAS_BACKEND_NS {
+
+struct AxpyKernel {
+  static constexpr const char* kName = "axpy";
+  KAAS_KERNEL void operator()(const Ctx& ctx, float a, View1<const float> x, View1<float> y) const {
+    for (int64_t i : uniform_elements(ctx, x.extent[0])) y[i] = a * x[i] + y[i];
+  }
+};
+
+void axpy_launch(const Queue& queue, float a, View1<const float> x, View1<float> y,
+                 LaunchConfig config) {
+  const int group_size = config.group_size > 0 ? config.group_size : 256;
+  const int64_t groups = config.groups > 0
+                             ? config.groups
+                             : grid_groups(queue, math::ceil_div(x.extent[0], group_size));
+  launch(queue, groups, group_size, 0, AxpyKernel{}, a, x, y);
+}
+
+}  // namespace kaas::KAAS_BACKEND_NS

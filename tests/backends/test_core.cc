@@ -1,0 +1,102 @@
+// Backend-independent pieces: errors, views, the registry.
+
+#include <gtest/gtest.h>
+
+#include "backends/backend.h"
+#include "backends/error.h"
+#include "backends/view.h"
+#include "kaas/build_config.h"
+
+namespace kaas {
+namespace {
+
+TEST(Error, CodesMapOntoGrpcAndHttp) {
+  EXPECT_EQ(grpc_status_code(ErrorCode::kInvalidArgument), 3);
+  EXPECT_EQ(grpc_status_code(ErrorCode::kNotFound), 5);
+  EXPECT_EQ(grpc_status_code(ErrorCode::kResourceExhausted), 8);
+  EXPECT_EQ(grpc_status_code(ErrorCode::kUnimplemented), 12);
+  EXPECT_EQ(grpc_status_code(ErrorCode::kInternal), 13);
+  EXPECT_EQ(grpc_status_code(ErrorCode::kUnavailable), 14);
+  EXPECT_EQ(http_status_code(ErrorCode::kInvalidArgument), 400);
+  EXPECT_EQ(http_status_code(ErrorCode::kNotFound), 404);
+  EXPECT_EQ(http_status_code(ErrorCode::kInternal), 500);
+  EXPECT_EQ(http_status_code(ErrorCode::kUnimplemented), 501);
+  EXPECT_EQ(http_status_code(ErrorCode::kUnavailable), 503);
+  EXPECT_EQ(to_string(ErrorCode::kNotFound), "NOT_FOUND");
+}
+
+TEST(Error, RequireNamesWhatExpectedAndReceived) {
+  EXPECT_NO_THROW(require(true, "k", "x", "1", "2"));
+  try {
+    require(false, "conv2d", "input channels", "3", "4");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "conv2d: input channels: expected 3, received 4");
+  }
+}
+
+TEST(View, RowMajorStridesAndIndexing) {
+  float data[24];
+  for (int i = 0; i < 24; ++i) data[i] = float(i);
+  auto v = make_view<3>(data, {2, 3, 4});
+  EXPECT_EQ(v.stride[0], 12);
+  EXPECT_EQ(v.stride[1], 4);
+  EXPECT_EQ(v.stride[2], 1);
+  EXPECT_EQ(v.size(), 24);
+  EXPECT_TRUE(v.contiguous());
+  EXPECT_EQ(v(1, 2, 3), 23.0f);
+  View<const float, 3> c = v;  // non-const converts to const
+  EXPECT_EQ(c(1, 0, 1), 13.0f);
+  v.stride[2] = 2;
+  EXPECT_FALSE(v.contiguous());
+  static_assert(!std::is_convertible_v<View<const float, 1>, View<float, 1>>);
+}
+
+TEST(Registry, ListsCompiledBackendsInOrder) {
+  const auto backends = compiled_backends();
+  ASSERT_GE(backends.size(), 2u);
+  EXPECT_EQ(backends[0]->name(), "serial");
+  std::vector<std::string> names;
+  for (const Backend* b : backends) names.emplace_back(b->name());
+  EXPECT_NE(std::find(names.begin(), names.end(), "gpu_emu"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "openmp") != names.end(), KAAS_HAVE_OPENMP == 1);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "cuda") != names.end(), KAAS_HAVE_CUDA == 1);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "hip") != names.end(), KAAS_HAVE_HIP == 1);
+  for (const Backend* b : backends) {
+    EXPECT_EQ(&find_backend(b->name()), b);
+    EXPECT_EQ(to_string(b->id()), b->name());
+    if (b->available()) {
+      EXPECT_FALSE(b->devices().empty()) << b->name();
+    } else {
+      EXPECT_FALSE(b->unavailable_reason().empty()) << b->name();
+    }
+  }
+}
+
+TEST(Registry, UnknownBackendIsNotFoundAndListsTheKnownOnes) {
+  try {
+    (void)find_backend("fpga");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("expected one of auto, serial"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("received 'fpga'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Registry, DefaultIsAvailableAndNeverTheEmulator) {
+  const Backend& b = default_backend();
+  EXPECT_TRUE(b.available());
+  EXPECT_NE(b.id(), BackendId::kGpuEmu);
+  EXPECT_EQ(&find_backend("auto"), &b);
+}
+
+TEST(Registry, GpuArchitecturesAreReported) {
+  EXPECT_EQ(!cuda_architectures().empty(), KAAS_HAVE_CUDA == 1);
+  EXPECT_EQ(!hip_architectures().empty(), KAAS_HAVE_HIP == 1);
+}
+
+}  // namespace
+}  // namespace kaas

@@ -1,0 +1,20 @@
+#pragma once
+// Runs every kernel of kaas once on a backend and compares with a host reference.
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace kaas::tools {
+
+struct CheckResult {
+  std::string kernel;
+  bool passed = false;
+  std::string detail;  // max error, or the error message
+  double milliseconds = 0;
+};
+
+std::vector<CheckResult> self_check(const Backend& backend);
+
+}  // namespace kaas::tools
