@@ -16,10 +16,12 @@ struct ReduceRowsKernel {
     float* partial = ctx.shared<float>();
     const int64_t cols = x.extent[1];
     for (int64_t row : uniform_groups(ctx, x.extent[0])) {
-      for (int64_t e : group_elements(ctx, size)) {
-        float acc = Op::template identity<float>();
-        for (int64_t c = e; c < cols; c += size) acc = Op{}(acc, x(row, c));
-        partial[e] = acc;
+      // Tile by tile, each element folds one value into its own slot: contiguous (and
+      // vectorisable) on the CPU, coalesced on a GPU.
+      for (int64_t e : group_elements(ctx, size)) partial[e] = Op::template identity<float>();
+      for (int64_t base = 0; base < cols; base += size) {
+        const int64_t width = math::min<int64_t>(size, cols - base);
+        for (int64_t e : group_elements(ctx, width)) partial[e] = Op{}(partial[e], x(row, base + e));
       }
       detail::group_reduce(ctx, partial, size, Op{});
       for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) out[row] = partial[0];
@@ -38,10 +40,10 @@ struct ReducePartialsKernel {
     float* partial = ctx.shared<float>();
     const int64_t n = x.extent[0];
     const int64_t step = ctx.group_count() * size;
-    for (int64_t e : group_elements(ctx, size)) {
-      float acc = Op::template identity<float>();
-      for (int64_t i = ctx.group_id() * size + e; i < n; i += step) acc = Op{}(acc, x[i]);
-      partial[e] = acc;
+    for (int64_t e : group_elements(ctx, size)) partial[e] = Op::template identity<float>();
+    for (int64_t base = ctx.group_id() * size; base < n; base += step) {
+      const int64_t width = math::min<int64_t>(size, n - base);
+      for (int64_t e : group_elements(ctx, width)) partial[e] = Op{}(partial[e], x[base + e]);
     }
     detail::group_reduce(ctx, partial, size, Op{});
     for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) out[ctx.group_id()] = partial[0];

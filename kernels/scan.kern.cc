@@ -27,10 +27,10 @@ struct ChunkSumsKernel {
     T* partial = ctx.shared<T>();
     for (int64_t c : uniform_groups(ctx, sums.extent[0])) {
       const ChunkBounds b = chunk_bounds(c, chunk, x.extent[0]);
-      for (int64_t e : group_elements(ctx, size)) {
-        T acc = T(0);
-        for (int64_t i = b.first + e; i < b.last; i += size) acc += x[i];
-        partial[e] = acc;
+      for (int64_t e : group_elements(ctx, size)) partial[e] = T(0);
+      for (int64_t base = b.first; base < b.last; base += size) {
+        const int64_t width = math::min<int64_t>(size, b.last - base);
+        for (int64_t e : group_elements(ctx, width)) partial[e] += x[base + e];
       }
       detail::group_reduce(ctx, partial, size, detail::SumOp{});
       for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) sums[c] = partial[0];

@@ -1,0 +1,15 @@
+#pragma once
+// The machine's measured peaks, the denominators of "fraction of peak" in every benchmark:
+// a streaming update a[i] += s * b[i] (bytes/s) and an FMA-bound loop (FLOP/s), both on all OpenMP threads.
+
+namespace kaas::bench {
+
+struct MachinePeaks {
+  double bytes_per_second = 0;  // a[i] += s * b[i], 12 bytes per element
+  double flops_per_second = 0;  // independent FMA chains, 2 FLOP each
+};
+
+// Measured once per process (best of several repetitions).
+const MachinePeaks& machine_peaks();
+
+}  // namespace kaas::bench

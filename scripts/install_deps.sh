@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kaas needs that are missing (apt-get, as root or via sudo).
+# Usage: scripts/install_deps.sh [--run-only]
+#   --run-only: just what building kaas-info needs (no test, clang or sanitizer tooling)
+set -euo pipefail
+
+packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev)
+if [[ "${1:-}" != "--run-only" ]]; then
+  packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
+             libbenchmark-dev clang-format)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then builds and tests three configurations:
+#   1. g++ + libgomp, every backend (CUDA sm_80/sm_90 and HIP gfx90a/gfx940 compile and link;
+#      their runtime tests skip without a device), -Werror; the whole ctest suite
+#   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends
+#   3. clang++ + LLVM's OpenMP runtime (libomp), CPU backends, -Werror
+# In CI (CI=true) a missing nvcc or hipcc is an error instead of a disabled backend.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$KAAS_ROOT"
+
+bash scripts/install_deps.sh
+
+require_gpu=OFF
+if [[ "${CI:-}" == "true" ]]; then require_gpu=ON; fi
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "1/3 g++ + libgomp, all backends"
+cmake -S . -B build/test-gcc -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ \
+  -DKAAS_WERROR=ON -DKAAS_REQUIRE_GPU_COMPILERS=$require_gpu
+cmake --build build/test-gcc -j "$jobs"
+ctest --test-dir build/test-gcc -j "$jobs" --output-on-failure
+bash scripts/ptxas_summary.sh build/test-gcc
+
+step "2/3 g++ ASan + UBSan, CPU backends"
+cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+  -DKAAS_SANITIZE=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_BUILD_BENCH=OFF \
+  -DKAAS_WERROR=ON
+cmake --build build/test-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/test-asan -j "$jobs" --output-on-failure -L "cpu|gpu_emu"
+
+step "3/3 clang++ + libomp, CPU backends"
+cmake -S . -B build/test-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+  -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_WERROR=ON
+cmake --build build/test-clang -j "$jobs"
+ctest --test-dir build/test-clang -j "$jobs" --output-on-failure -L "cpu|gpu_emu"
+
+step "all configurations passed"
