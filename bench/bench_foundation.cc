@@ -10,20 +10,14 @@
 #include <vector>
 
 #include "backends/buffer.h"
-#include "bench/machine_peaks.h"
+#include "bench/counters.h"
+#include "bench/registry.h"
 #include "kernels/axpy.h"
 #include "kernels/reduce.h"
 #include "kernels/scan.h"
 
 namespace kaas::bench {
 namespace {
-
-void set_bandwidth(benchmark::State& state, double bytes_per_iteration) {
-  state.SetBytesProcessed(int64_t(bytes_per_iteration * double(state.iterations())));
-  state.counters["frac_peak_bw"] = benchmark::Counter(
-      bytes_per_iteration / machine_peaks().bytes_per_second, benchmark::Counter::kIsIterationInvariantRate,
-      benchmark::Counter::kIs1000);
-}
 
 void axpy_kernel(benchmark::State& state, const Backend* backend) {
   const int64_t n = state.range(0);
@@ -54,8 +48,7 @@ void reduce_kernel(benchmark::State& state, const Backend* backend) {
   const int64_t n = state.range(0);
   Queue queue(*backend);
   auto x = make_device_buffer<float>(queue, n), out = make_device_buffer<float>(queue, 1);
-  auto workspace =
-      make_device_buffer<float>(queue, size_t(reduce_all_workspace_size(queue, n)));
+  auto workspace = make_device_buffer<float>(queue, size_t(reduce_all_workspace_size(queue, n)));
   const std::vector<float> ones(n, 1.0f);
   copy_to_device(queue, std::span<const float>(ones), x);
   for (auto _ : state) {
@@ -102,7 +95,7 @@ void scan_std_exclusive_scan(benchmark::State& state) {
   set_bandwidth(state, 16.0 * double(n));
 }
 
-void register_all() {
+void register_foundation() {
   const std::vector<int64_t> sizes = {1 << 16, 1 << 20, 1 << 24};
   auto with_sizes = [&](benchmark::internal::Benchmark* b) {
     for (int64_t n : sizes) b->Arg(n);
@@ -112,24 +105,19 @@ void register_all() {
     if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
     const std::string name(backend->name());
     with_sizes(benchmark::RegisterBenchmark(("axpy/" + name).c_str(), axpy_kernel, backend));
-    with_sizes(benchmark::RegisterBenchmark(("reduce_all_sum/" + name).c_str(), reduce_kernel, backend));
-    with_sizes(benchmark::RegisterBenchmark(("exclusive_scan_i64/" + name).c_str(), scan_kernel, backend));
+    with_sizes(
+        benchmark::RegisterBenchmark(("reduce_all_sum/" + name).c_str(), reduce_kernel, backend));
+    with_sizes(
+        benchmark::RegisterBenchmark(("exclusive_scan_i64/" + name).c_str(), scan_kernel, backend));
   }
   with_sizes(benchmark::RegisterBenchmark("axpy/peer_plain_openmp_loop", axpy_plain_loop));
-  with_sizes(benchmark::RegisterBenchmark("reduce_all_sum/peer_plain_openmp_loop", reduce_plain_loop));
-  with_sizes(benchmark::RegisterBenchmark("exclusive_scan_i64/peer_std_exclusive_scan", scan_std_exclusive_scan));
+  with_sizes(
+      benchmark::RegisterBenchmark("reduce_all_sum/peer_plain_openmp_loop", reduce_plain_loop));
+  with_sizes(benchmark::RegisterBenchmark("exclusive_scan_i64/peer_std_exclusive_scan",
+                                          scan_std_exclusive_scan));
 }
+
+KAAS_BENCHMARKS(register_foundation);
 
 }  // namespace
 }  // namespace kaas::bench
-
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  const auto& peaks = kaas::bench::machine_peaks();
-  benchmark::AddCustomContext("peak_stream_update_GBps", std::to_string(peaks.bytes_per_second / 1e9));
-  benchmark::AddCustomContext("peak_fma_GFLOPps", std::to_string(peaks.flops_per_second / 1e9));
-  kaas::bench::register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -1,6 +1,7 @@
 #pragma once
 // The machine's measured peaks, the denominators of "fraction of peak" in every benchmark:
-// a streaming update a[i] += s * b[i] (bytes/s) and an FMA-bound loop (FLOP/s), both on all OpenMP threads.
+// a streaming update a[i] += s * b[i] (bytes/s) and an FMA-bound loop (FLOP/s), both on all OpenMP
+// threads.
 
 namespace kaas::bench {
 

@@ -28,4 +28,20 @@ inline T min(T* address, T value) {
   return current;
 }
 
+// The atomics a kernel context offers, for the contexts of the CPU backends.
+struct AtomicOps {
+  template <class T>
+  T atomic_add(T* address, T value) const {
+    return add(address, value);
+  }
+  template <class T>
+  T atomic_max(T* address, T value) const {
+    return max(address, value);
+  }
+  template <class T>
+  T atomic_min(T* address, T value) const {
+    return min(address, value);
+  }
+};
+
 }  // namespace kaas::host_atomics

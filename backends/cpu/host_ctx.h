@@ -12,7 +12,7 @@
 
 namespace kaas::KAAS_BACKEND_NS {
 
-class Ctx {
+class Ctx : public host_atomics::AtomicOps {
  public:
   Ctx(int64_t group, int64_t groups, int group_size, unsigned char* shared)
       : group_(group), groups_(groups), group_size_(group_size), shared_(shared) {}
@@ -30,19 +30,6 @@ class Ctx {
   // Every element loop already ran to completion for all elements of the group before the
   // next statement, so the barrier itself has nothing left to wait for.
   void sync() const {}
-
-  template <class T>
-  T atomic_add(T* address, T value) const {
-    return host_atomics::add(address, value);
-  }
-  template <class T>
-  T atomic_max(T* address, T value) const {
-    return host_atomics::max(address, value);
-  }
-  template <class T>
-  T atomic_min(T* address, T value) const {
-    return host_atomics::min(address, value);
-  }
 
  private:
   int64_t group_;

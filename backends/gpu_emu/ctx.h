@@ -11,7 +11,7 @@
 
 namespace kaas::gpu_emu {
 
-class Ctx {
+class Ctx : public host_atomics::AtomicOps {
  public:
   explicit Ctx(const ThreadPlace& place) : place_(place) {}
 
@@ -25,19 +25,6 @@ class Ctx {
   }
 
   void sync() const { barrier(place_); }
-
-  template <class T>
-  T atomic_add(T* address, T value) const {
-    return host_atomics::add(address, value);
-  }
-  template <class T>
-  T atomic_max(T* address, T value) const {
-    return host_atomics::max(address, value);
-  }
-  template <class T>
-  T atomic_min(T* address, T value) const {
-    return host_atomics::min(address, value);
-  }
 
  private:
   friend StridedRange group_elements(const Ctx&, int64_t);
