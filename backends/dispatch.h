@@ -31,6 +31,10 @@
   KAAS_EXPAND_IF(                                                \
       KAAS_HAVE_HIP, namespace hip { ret name params; })
 
+// The same as a statement that does not return from the caller.
+#define KAAS_DISPATCH_VOID(queue, launcher, ...) \
+  [&] { KAAS_DISPATCH(queue, launcher, __VA_ARGS__); }()
+
 #define KAAS_DISPATCH(queue, launcher, ...)                                                  \
   do {                                                                                       \
     switch ((queue).backend_id()) {                                                          \

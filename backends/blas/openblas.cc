@@ -1,0 +1,29 @@
+// OpenBLAS, the OpenMP-threaded build: it runs on the caller's OpenMP threads and single-threaded
+// inside a caller's parallel region, like the openmp backend itself (the pthreads build would
+// start a thread pool of its own).
+
+#include <cblas.h>
+
+#include <string>
+
+#include "backends/blas/vendor_blas.h"
+
+namespace kaas::blas {
+
+void openblas_sgemm(const SgemmCall& call) {
+  cblas_sgemm(CblasRowMajor, call.transpose_a ? CblasTrans : CblasNoTrans,
+              call.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(call.m),
+              static_cast<blasint>(call.n), static_cast<blasint>(call.k), call.alpha, call.a,
+              static_cast<blasint>(call.lda), call.b, static_cast<blasint>(call.ldb), call.beta,
+              call.c, static_cast<blasint>(call.ldc));
+}
+
+const char* openblas_name() {
+  static const std::string name = [] {
+    std::string n = openblas_get_config();
+    return "OpenBLAS (" + n + ", core " + openblas_get_corename() + ")";
+  }();
+  return name.c_str();
+}
+
+}  // namespace kaas::blas

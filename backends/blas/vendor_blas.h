@@ -1,0 +1,33 @@
+#pragma once
+// Vendor BLAS fast paths (OpenBLAS on the openmp backend, cuBLAS on cuda) behind one call, so
+// kernels/ never includes a vendor header or tests a backend macro.
+
+#include <cstdint>
+
+#include "backends/queue.h"
+
+namespace kaas::blas {
+
+// C[m,n] = alpha * op(A)[m,k] . op(B)[k,n] + beta * C, all row-major with leading dimensions;
+// op(X) = X^T when the flag is set. Pointers are device memory of the queue's backend.
+struct SgemmCall {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f;
+  const float* a = nullptr;
+  int64_t lda = 0;
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  float beta = 0.0f;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+
+// Whether the queue's backend has a vendor sgemm in this build.
+bool has_sgemm(const Queue& queue);
+// Runs it on the queue (stream-ordered); kUnimplemented when has_sgemm() is false.
+void sgemm(const Queue& queue, const SgemmCall& call);
+// "OpenBLAS 0.3.21 (Haswell kernels)", "cuBLAS 13.0", or "none".
+const char* sgemm_name(const Queue& queue);
+
+}  // namespace kaas::blas

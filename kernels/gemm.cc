@@ -1,0 +1,205 @@
+#include "kernels/gemm.h"
+
+#include <string>
+#include <vector>
+
+#include "backends/blas/vendor_blas.h"
+#include "kernels/detail/checks.h"
+
+namespace kaas {
+
+namespace {
+
+template <class T>
+View2<T> transposed(View2<T> v) {
+  std::swap(v.extent[0], v.extent[1]);
+  std::swap(v.stride[0], v.stride[1]);
+  return v;
+}
+
+std::string shape(int64_t rows, int64_t cols) {
+  std::string text = "[";  // built piecewise: g++ 12 misreports "literal" + std::string&&
+  text += std::to_string(rows);
+  text += ", ";
+  text += std::to_string(cols);
+  text += ']';
+  return text;
+}
+
+// A row-major (or transposed row-major) description of a logical [rows, cols] operand, when its
+// memory allows one: unit stride along one dimension.
+struct BlasOperand {
+  bool ok = false, transpose = false;
+  int64_t ld = 0;
+};
+BlasOperand blas_operand(View2<const float> v) {
+  if (v.stride[1] == 1 && v.stride[0] >= std::max<int64_t>(1, v.extent[1])) {
+    return {true, false, v.stride[0]};
+  }
+  if (v.stride[0] == 1 && v.stride[1] >= std::max<int64_t>(1, v.extent[0])) {
+    return {true, true, v.stride[1]};
+  }
+  return {};
+}
+
+bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
+  const int64_t limit = INT32_MAX;  // BLAS integer arguments
+  const bool y_ok = y.stride[1] == 1 && y.stride[0] >= std::max<int64_t>(1, y.extent[1]) &&
+                    y.extent[0] <= limit && y.extent[1] <= limit && a.extent[1] <= limit;
+  if (a.extent[1] == 0) return y_ok;  // K = 0: no BLAS call, only y = beta * c
+  return y_ok && blas_operand(a).ok && blas_operand(b).ok;
+}
+
+}  // namespace
+
+const char* gemm_vendor_name(const Queue& queue) {
+  return blas::sgemm_name(queue);
+}
+
+GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
+                          View2<float> y, const GemmParams& params) {
+  if (params.impl != GemmImpl::kAuto) return params.impl;
+  const auto op_a = params.trans_a ? transposed(a) : a;
+  const auto op_b = params.trans_b ? transposed(b) : b;
+  // Measured (bench/results): OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
+  return blas::has_sgemm(queue) && vendor_fits(op_a, op_b, y) ? GemmImpl::kVendor
+                                                              : GemmImpl::kPortable;
+}
+
+void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
+          View2<float> y, const GemmParams& params, LaunchConfig config) {
+  const char* where = "gemm";
+  detail::check_view(a, where, "A");
+  detail::check_view(b, where, "B");
+  detail::check_view(c, where, "C");
+  detail::check_view(y, where, "Y");
+  detail::check_config(config, where);
+  require(config.group_size == 0 || config.group_size == 16 || config.group_size == 64 ||
+              config.group_size == 256,
+          where, "LaunchConfig.group_size", "0 (default), 16, 64 or 256",
+          std::to_string(config.group_size));
+  const auto op_a = params.trans_a ? transposed(a) : a;
+  const auto op_b = params.trans_b ? transposed(b) : b;
+  const int64_t m = op_a.extent[0], k = op_a.extent[1], n = op_b.extent[1];
+  require(op_b.extent[0] == k, where, params.trans_b ? "B rows of B^T (K)" : "B rows (K)",
+          std::to_string(k) + " (columns of op(A) " + shape(m, k) + ")",
+          std::to_string(op_b.extent[0]));
+  require(y.extent[0] == m && y.extent[1] == n, where, "Y shape", shape(m, n),
+          shape(y.extent[0], y.extent[1]));
+  View2<const float> c_broadcast = c;
+  if (c.size() > 0) {
+    const bool rows_ok = c.extent[0] == m || c.extent[0] == 1;
+    const bool cols_ok = c.extent[1] == n || c.extent[1] == 1;
+    require(rows_ok && cols_ok, where, "C shape",
+            "broadcastable to " + shape(m, n) + " ([M,N], [1,N], [M,1] or [1,1])",
+            shape(c.extent[0], c.extent[1]));
+    for (int d = 0; d < 2; ++d) {
+      if (c.extent[d] == 1) c_broadcast.stride[d] = 0;  // broadcast by stride 0
+    }
+    c_broadcast.extent[0] = m;
+    c_broadcast.extent[1] = n;
+  } else {
+    c_broadcast = View2<const float>{};
+  }
+  require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
+              params.impl == GemmImpl::kVendor,
+          where, "impl", "kAuto, kPortable or kVendor",
+          std::to_string(static_cast<int>(params.impl)));
+  if (y.size() == 0) return;
+
+  const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
+  if (impl == GemmImpl::kVendor) {
+    require(blas::has_sgemm(queue), where, "impl kVendor",
+            "a backend with vendor BLAS (openmp with OpenBLAS, cuda)",
+            std::string(queue.backend().name()));
+    require(vendor_fits(op_a, op_b, y), where, "operand layout for vendor BLAS",
+            "unit stride along one dimension of A and B, rows of Y contiguous, sizes < 2^31",
+            "other strides");
+    const float beta = c_broadcast.extent[0] > 0 ? 1.0f : 0.0f;
+    if (beta != 0.0f)
+      KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
+    const BlasOperand la = blas_operand(op_a), lb = blas_operand(op_b);
+    blas::SgemmCall call;
+    call.transpose_a = la.transpose;
+    call.transpose_b = lb.transpose;
+    call.m = m, call.n = n, call.k = k;
+    call.alpha = params.alpha;
+    call.a = op_a.data, call.lda = la.ld;
+    call.b = op_b.data, call.ldb = lb.ld;
+    call.beta = beta;
+    call.c = y.data, call.ldc = y.stride[0];
+    if (k > 0) {
+      blas::sgemm(queue, call);
+    } else if (beta == 0.0f) {
+      KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, View2<const float>{}, 0.0f, y);
+    }
+    if (params.epilogue.activation != Activation::kNone) {
+      KAAS_DISPATCH_VOID(queue, gemm_epilogue_launch, queue, params.epilogue, y);
+    }
+    return;
+  }
+  KAAS_DISPATCH(queue, gemm_portable_launch, queue, op_a, op_b, c_broadcast, y, params.alpha,
+                params.beta, params.epilogue, config);
+}
+
+void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,
+           View2<float> y, const Epilogue& epilogue, GemmImpl impl) {
+  View2<const float> c;
+  if (bias.extent[0] > 0) {
+    require(bias.extent[0] == w.extent[1], "dense", "bias extent",
+            std::to_string(w.extent[1]) + " (columns of W)", std::to_string(bias.extent[0]));
+    c.data = bias.data;
+    c.extent[0] = 1, c.extent[1] = bias.extent[0];
+    c.stride[0] = 0, c.stride[1] = bias.stride[0];
+  }
+  GemmParams params;
+  params.epilogue = epilogue;
+  params.impl = impl;
+  gemm(queue, x, w, c, y, params);
+}
+
+void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape, const float* b,
+            std::span<const int64_t> b_shape, float* y, GemmImpl impl) {
+  const char* where = "matmul";
+  require(a_shape.size() >= 2, where, "A rank", ">= 2", std::to_string(a_shape.size()));
+  require(b_shape.size() >= 2, where, "B rank", ">= 2", std::to_string(b_shape.size()));
+  const size_t rank = std::max(a_shape.size(), b_shape.size());
+  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
+  const int64_t n = b_shape.back();
+  require(b_shape[b_shape.size() - 2] == k, where, "B rows (K)", std::to_string(k),
+          std::to_string(b_shape[b_shape.size() - 2]));
+  // Batch dimensions, right-aligned, broadcast numpy-style.
+  const size_t batch_rank = rank - 2;
+  std::vector<int64_t> a_batch(batch_rank, 1), b_batch(batch_rank, 1), y_batch(batch_rank, 1);
+  for (size_t i = 0; i + 2 < a_shape.size(); ++i)
+    a_batch[batch_rank - (a_shape.size() - 2) + i] = a_shape[i];
+  for (size_t i = 0; i + 2 < b_shape.size(); ++i)
+    b_batch[batch_rank - (b_shape.size() - 2) + i] = b_shape[i];
+  for (size_t d = 0; d < batch_rank; ++d) {
+    require(a_batch[d] == b_batch[d] || a_batch[d] == 1 || b_batch[d] == 1, where,
+            "batch dimension " + std::to_string(d),
+            "equal or 1 (A has " + std::to_string(a_batch[d]) + ")", std::to_string(b_batch[d]));
+    y_batch[d] = std::max(a_batch[d], b_batch[d]);
+  }
+  int64_t batches = 1;
+  for (int64_t v : y_batch) batches *= v;
+  GemmParams params;
+  params.impl = impl;
+  std::vector<int64_t> index(batch_rank, 0);
+  for (int64_t flat = 0; flat < batches; ++flat) {
+    int64_t rest = flat, a_offset = 0, b_offset = 0, a_stride = 1, b_stride = 1;
+    for (size_t d = batch_rank; d-- > 0;) {
+      index[d] = rest % y_batch[d];
+      rest /= y_batch[d];
+      a_offset += (a_batch[d] == 1 ? 0 : index[d]) * a_stride;
+      b_offset += (b_batch[d] == 1 ? 0 : index[d]) * b_stride;
+      a_stride *= a_batch[d];
+      b_stride *= b_batch[d];
+    }
+    gemm(queue, make_view<2>(a + a_offset * m * k, {m, k}),
+         make_view<2>(b + b_offset * k * n, {k, n}), View2<const float>{},
+         make_view<2>(y + flat * m * n, {m, n}), params);
+  }
+}
+
+}  // namespace kaas

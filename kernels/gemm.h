@@ -1,0 +1,60 @@
+#pragma once
+// GEMM with ONNX Gemm semantics, MatMul with batch broadcasting, and dense = act(X.W + b).
+// Implementations form an ordered list (oneDNN style): the vendor BLAS of the queue's backend
+// where this build has one (OpenBLAS on openmp, cuBLAS on cuda) and the operands allow it, else
+// the portable tiled kernel, which is always present and is the oracle of the tests.
+
+#include <cstdint>
+#include <span>
+
+#include "backends/dispatch.h"
+#include "backends/launch_config.h"
+#include "backends/queue.h"
+#include "backends/view.h"
+#include "kernels/activation.h"
+
+namespace kaas {
+
+enum class GemmImpl {
+  kAuto,      // vendor BLAS when available for the queue and the operands, else portable
+  kPortable,  // the single-source tiled kernel
+  kVendor,    // vendor BLAS or an kUnimplemented error
+};
+
+struct GemmParams {
+  bool trans_a = false;  // op(A) = A^T: a is [K, M]
+  bool trans_b = false;  // op(B) = B^T: b is [N, K]
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  Epilogue epilogue;  // applied last
+  GemmImpl impl = GemmImpl::kAuto;
+};
+
+// y[M,N] = act(alpha * op(a) . op(b) + beta * c). c broadcasts ONNX-style: extents [M,N], [1,N],
+// [M,1] or [1,1]; an empty view (extent 0) means no c. Views may be strided.
+void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
+          View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
+
+// y[M,N] = act(x[M,K] . w[K,N] + bias[N]); bias may be empty.
+void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,
+           View2<float> y, const Epilogue& epilogue = {}, GemmImpl impl = GemmImpl::kAuto);
+
+// ONNX MatMul for contiguous tensors of rank >= 2: a [..., M, K] . b [..., K, N] with the
+// batch dimensions broadcast numpy-style; y has the broadcast shape [..., M, N].
+void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape, const float* b,
+            std::span<const int64_t> b_shape, float* y, GemmImpl impl = GemmImpl::kAuto);
+
+// The implementation kAuto would pick for these operands on this queue, and its name.
+GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
+                          View2<float> y, const GemmParams& params);
+const char* gemm_vendor_name(const Queue& queue);
+
+// Launchers: the tiled kernel, and the element-wise passes around a vendor call.
+KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
+                      (const Queue&, View2<const float>, View2<const float>, View2<const float>,
+                       View2<float>, float, float, Epilogue, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, gemm_fill_launch,
+                      (const Queue&, View2<const float>, float, View2<float>))
+KAAS_DECLARE_LAUNCHER(void, gemm_epilogue_launch, (const Queue&, Epilogue, View2<float>))
+
+}  // namespace kaas

@@ -1,0 +1,87 @@
+// Softmax / log-softmax and elementwise activations for one backend.
+
+#include "kernels/softmax.h"
+#include "backends/kernel.h"
+#include "kernels/detail/group_reduce.h"
+
+namespace kaas::KAAS_BACKEND_NS {
+
+namespace {
+
+// One logical group per line (o, i) along the axis: max, then sum of exp(x - max), then the
+// normalised values. Partials live in group-shared memory (they cross sync()).
+struct SoftmaxKernel {
+  static constexpr const char* kName = "softmax";
+  KAAS_KERNEL void operator()(const Ctx& ctx, SoftmaxKind kind, View<const float, 3> x,
+                              View<float, 3> y) const {
+    const int size = ctx.group_size();
+    float* partial = ctx.shared<float>();
+    float* line_stats = partial + size;  // [0] max, [1] sum
+    const int64_t length = x.extent[1], inner = x.extent[2];
+    for (int64_t line : uniform_groups(ctx, x.extent[0] * inner)) {
+      const int64_t o = line / inner, i = line % inner;
+      for (int64_t e : group_elements(ctx, size)) partial[e] = -math::infinity();
+      for (int64_t base = 0; base < length; base += size) {
+        const int64_t width = math::min<int64_t>(size, length - base);
+        for (int64_t e : group_elements(ctx, width)) {
+          partial[e] = math::max(partial[e], x(o, base + e, i));
+        }
+      }
+      detail::group_reduce(ctx, partial, size, detail::MaxOp{});
+      for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) line_stats[0] = partial[0];
+      ctx.sync();
+      for (int64_t e : group_elements(ctx, size)) partial[e] = 0.0f;
+      for (int64_t base = 0; base < length; base += size) {
+        const int64_t width = math::min<int64_t>(size, length - base);
+        for (int64_t e : group_elements(ctx, width)) {
+          partial[e] += math::exp(x(o, base + e, i) - line_stats[0]);
+        }
+      }
+      detail::group_reduce(ctx, partial, size, detail::SumOp{});
+      for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) line_stats[1] = partial[0];
+      ctx.sync();
+      for (int64_t base = 0; base < length; base += size) {
+        const int64_t width = math::min<int64_t>(size, length - base);
+        for (int64_t e : group_elements(ctx, width)) {
+          const float shifted = x(o, base + e, i) - line_stats[0];
+          y(o, base + e, i) = kind == SoftmaxKind::kSoftmax ? math::exp(shifted) / line_stats[1]
+                                                            : shifted - math::log(line_stats[1]);
+        }
+      }
+      ctx.sync();  // line_stats and partial are rewritten for the next line
+    }
+  }
+};
+
+struct ActivateKernel {
+  static constexpr const char* kName = "activate";
+  KAAS_KERNEL void operator()(const Ctx& ctx, Epilogue epilogue, View1<const float> x,
+                              View1<float> y) const {
+    for (int64_t i : uniform_elements(ctx, x.extent[0])) y[i] = apply(epilogue, x[i]);
+  }
+};
+
+}  // namespace
+
+void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x, View<float, 3> y,
+                    LaunchConfig config) {
+  // Short lines (e.g. 3 classes) get small groups: no idle elements in the tree reduction.
+  int size = config.group_size;
+  if (size == 0) {
+    size = 1;
+    while (size < x.extent[1] && size < 256) size *= 2;
+  }
+  const int64_t lines = x.extent[0] * x.extent[2];
+  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, lines);
+  launch(queue, groups, size, (size + 2) * sizeof(float), SoftmaxKernel{}, kind, x, y);
+}
+
+void activate_launch(const Queue& queue, Epilogue epilogue, View1<const float> x, View1<float> y,
+                     LaunchConfig config) {
+  const int size = config.group_size > 0 ? config.group_size : 256;
+  const int64_t groups =
+      config.groups > 0 ? config.groups : grid_groups(queue, math::ceil_div(x.extent[0], size));
+  launch(queue, groups, size, 0, ActivateKernel{}, epilogue, x, y);
+}
+
+}  // namespace kaas::KAAS_BACKEND_NS

@@ -1,0 +1,244 @@
+#include "kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+
+#include "tests/support/backends_under_test.h"
+#include "tests/support/device_array.h"
+#include "tests/support/reference.h"
+
+namespace kaas::testing {
+namespace {
+
+using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+class GemmTest : public ::testing::TestWithParam<const Backend*> {};
+
+double reference_activation(const Epilogue& e, double x) {
+  switch (e.activation) {
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kLeakyRelu:
+      return x >= 0 ? x : e.alpha * x;
+    case Activation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    default:
+      return x;
+  }
+}
+
+enum class CKind { kNone, kFull, kRow, kColumn, kScalar };
+
+struct Case {
+  int64_t m, k, n;
+  bool trans_a, trans_b;
+  CKind c_kind;
+  Epilogue epilogue;
+  float alpha, beta;
+};
+
+std::string describe(const Case& c, GemmImpl impl, int group_size) {
+  return "M=" + std::to_string(c.m) + " K=" + std::to_string(c.k) + " N=" + std::to_string(c.n) +
+         " transA=" + std::to_string(c.trans_a) + " transB=" + std::to_string(c.trans_b) +
+         " C=" + std::to_string(static_cast<int>(c.c_kind)) +
+         " act=" + std::string(to_string(c.epilogue.activation)) +
+         " impl=" + std::to_string(static_cast<int>(impl)) +
+         " group_size=" + std::to_string(group_size);
+}
+
+// Runs one case against an Eigen double-precision product; integer inputs demand exact results.
+void check_case(const Queue& queue, const Case& c, GemmImpl impl, int group_size, bool integers) {
+  SCOPED_TRACE(describe(c, impl, group_size) + (integers ? " integers" : ""));
+  const uint32_t seed = static_cast<uint32_t>(c.m * 131 + c.k * 17 + c.n);
+  const auto a_host =
+      integers ? random_integers<float>(c.m * c.k, seed, -4, 4) : random_floats(c.m * c.k, seed);
+  const auto b_host = integers ? random_integers<float>(c.k * c.n, seed + 1, -4, 4)
+                               : random_floats(c.k * c.n, seed + 1);
+  const int64_t c_rows = c.c_kind == CKind::kFull || c.c_kind == CKind::kColumn ? c.m : 1;
+  const int64_t c_cols = c.c_kind == CKind::kFull || c.c_kind == CKind::kRow ? c.n : 1;
+  const int64_t c_size = c.c_kind == CKind::kNone ? 0 : c_rows * c_cols;
+  const auto c_host =
+      integers ? random_integers<float>(c_size, seed + 2, -8, 8) : random_floats(c_size, seed + 2);
+
+  // op(A) = a or a^T as stored
+  MatrixD op_a(c.m, c.k), op_b(c.k, c.n);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.k; ++j)
+      op_a(i, j) = c.trans_a ? a_host[j * c.m + i] : a_host[i * c.k + j];
+  for (int64_t i = 0; i < c.k; ++i)
+    for (int64_t j = 0; j < c.n; ++j)
+      op_b(i, j) = c.trans_b ? b_host[j * c.k + i] : b_host[i * c.n + j];
+  const MatrixD product = op_a * op_b;
+  const MatrixD magnitude = op_a.cwiseAbs() * op_b.cwiseAbs();
+
+  GuardedArray<float> da(queue, a_host), db(queue, b_host), dc(queue, c_host), dy(queue, c.m * c.n);
+  auto a_view = c.trans_a ? make_view<2>(static_cast<const float*>(da.view().data), {c.k, c.m})
+                          : make_view<2>(static_cast<const float*>(da.view().data), {c.m, c.k});
+  auto b_view = c.trans_b ? make_view<2>(static_cast<const float*>(db.view().data), {c.n, c.k})
+                          : make_view<2>(static_cast<const float*>(db.view().data), {c.k, c.n});
+  View2<const float> c_view;
+  if (c_size > 0)
+    c_view = make_view<2>(static_cast<const float*>(dc.view().data), {c_rows, c_cols});
+  GemmParams params{c.trans_a, c.trans_b, c.alpha, c.beta, c.epilogue, impl};
+  gemm(queue, a_view, b_view, c_view, make_view<2>(dy.view().data, {c.m, c.n}), params,
+       {group_size, 0});
+  const auto y = dy.read();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double value = c.alpha * product(i, j);
+      double scale = std::abs(c.alpha) * magnitude(i, j);
+      if (c_size > 0) {
+        const double cij = c_host[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
+        value += c.beta * cij;
+        scale += std::abs(c.beta * cij);
+      }
+      const double expected = reference_activation(c.epilogue, value);
+      const double tolerance =
+          integers && c.epilogue.activation != Activation::kSigmoid
+              ? 0.0
+              : reduction_tolerance(c.k + 2, scale) + 4 * kFloatUnitRoundoff * std::abs(expected);
+      if (!(std::abs(y[i * c.n + j] - expected) <= tolerance) && wrong++ < 3) {
+        ADD_FAILURE() << "y(" << i << "," << j << ") = " << y[i * c.n + j] << ", expected "
+                      << expected << " +- " << tolerance;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+std::vector<GemmImpl> impls_for(const Queue& queue) {
+  std::vector<GemmImpl> impls = {GemmImpl::kPortable};
+  if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
+  return impls;
+}
+
+TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
+  Queue queue(*GetParam());
+  const int64_t shapes[][3] = {{0, 5, 3},    {1, 1, 1},      {3, 31, 5},   {32, 32, 32},
+                               {33, 65, 17}, {257, 33, 129}, {1, 1000, 7}, {5, 0, 4}};
+  const Epilogue epilogues[] = {{Activation::kNone, 0},
+                                {Activation::kRelu, 0},
+                                {Activation::kLeakyRelu, 0.1f},
+                                {Activation::kSigmoid, 0}};
+  const int group_sizes[] = {16, 64, 256};
+  int counter = 0;
+  for (const auto& s : shapes) {
+    for (int t = 0; t < 4; ++t) {
+      for (CKind ck : {CKind::kNone, CKind::kFull, CKind::kRow, CKind::kColumn, CKind::kScalar}) {
+        ++counter;
+        const Case c{s[0],
+                     s[1],
+                     s[2],
+                     (t & 1) != 0,
+                     (t & 2) != 0,
+                     ck,
+                     epilogues[counter % 4],
+                     counter % 3 == 0 ? -0.5f : 1.0f,
+                     counter % 2 == 0 ? 2.0f : 1.0f};
+        for (GemmImpl impl : impls_for(queue)) {
+          check_case(queue, c, impl, impl == GemmImpl::kPortable ? group_sizes[counter % 3] : 0,
+                     false);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
+  Queue queue(*GetParam());
+  for (GemmImpl impl : impls_for(queue)) {
+    check_case(queue, {70, 300, 45, false, false, CKind::kRow, {Activation::kRelu, 0}, 1.0f, 1.0f},
+               impl, impl == GemmImpl::kPortable ? 64 : 0, true);
+    check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl,
+               impl == GemmImpl::kPortable ? 256 : 0, true);
+  }
+}
+
+TEST_P(GemmTest, DenseIsXTimesWPlusBiasThenActivation) {
+  Queue queue(*GetParam());
+  const int64_t m = 17, k = 300, n = 128;
+  const auto x = random_integers<float>(m * k, 3, -3, 3),
+             w = random_integers<float>(k * n, 4, -3, 3);
+  const auto bias = random_integers<float>(n, 5, -50, 50);
+  GuardedArray<float> dx(queue, x), dw(queue, w), db(queue, bias), dy(queue, m * n);
+  for (GemmImpl impl : impls_for(queue)) {
+    dense(queue, make_view<2>(static_cast<const float*>(dx.view().data), {m, k}),
+          make_view<2>(static_cast<const float*>(dw.view().data), {k, n}), db.const_view(),
+          make_view<2>(dy.view().data, {m, n}), {Activation::kRelu, 0}, impl);
+    const auto y = dy.read();
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = bias[j];
+        for (int64_t p = 0; p < k; ++p) sum += double(x[i * k + p]) * w[p * n + j];
+        ASSERT_EQ(y[i * n + j], static_cast<float>(std::max(sum, 0.0))) << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST_P(GemmTest, MatMulBroadcastsBatchDimensions) {
+  Queue queue(*GetParam());
+  const std::vector<int64_t> a_shape = {2, 1, 3, 4}, b_shape = {5, 4, 6};
+  const auto a = random_integers<float>(2 * 3 * 4, 6, -5, 5),
+             b = random_integers<float>(5 * 4 * 6, 7, -5, 5);
+  GuardedArray<float> da(queue, a), db(queue, b), dy(queue, 2 * 5 * 3 * 6);
+  matmul(queue, da.view().data, a_shape, db.view().data, b_shape, dy.view().data);
+  const auto y = dy.read();
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 5; ++q)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 6; ++j) {
+          float sum = 0;
+          for (int t = 0; t < 4; ++t) sum += a[(p * 3 + i) * 4 + t] * b[(q * 4 + t) * 6 + j];
+          ASSERT_EQ(y[((p * 5 + q) * 3 + i) * 6 + j], sum);
+        }
+}
+
+TEST_P(GemmTest, RejectsBadShapesWithClearMessages) {
+  Queue queue(*GetParam());
+  GuardedArray<float> a(queue, 12), b(queue, 12), y(queue, 12);
+  auto expect_message = [&](auto call, const std::string& message) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(e.what(), message);
+    }
+  };
+  const auto a34 = make_view<2>(static_cast<const float*>(a.view().data), {3, 4});
+  const auto b34 = make_view<2>(static_cast<const float*>(b.view().data), {3, 4});
+  const auto y33 = make_view<2>(y.view().data, {3, 3});
+  expect_message([&] { gemm(queue, a34, b34, {}, y33); },
+                 "gemm: B rows (K): expected 4 (columns of op(A) [3, 4]), received 3");
+  GemmParams tb;
+  tb.trans_b = true;
+  expect_message(
+      [&] {
+        gemm(queue, a34, b34, {}, make_view<2>(y.view().data, {3, 4}), tb);
+      },
+      "gemm: Y shape: expected [3, 3], received [3, 4]");
+  expect_message(
+      [&] {
+        gemm(queue, a34, b34, make_view<2>(static_cast<const float*>(b.view().data), {2, 3}), y33,
+             tb);
+      },
+      "gemm: C shape: expected broadcastable to [3, 3] ([M,N], [1,N], [M,1] or [1,1]), received "
+      "[2, 3]");
+  expect_message(
+      [&] {
+        gemm(queue, a34, b34, {}, y33, tb, {32, 0});
+      },
+      "gemm: LaunchConfig.group_size: expected 0 (default), 16, 64 or 256, received 32");
+  const std::vector<int64_t> s1 = {2, 3, 4}, s2 = {3, 4, 5};
+  expect_message([&] { matmul(queue, a.view().data, s1, b.view().data, s2, y.view().data); },
+                 "matmul: batch dimension 0: expected equal or 1 (A has 2), received 3");
+}
+
+KAAS_INSTANTIATE_FOR_BACKENDS(GemmTest);
+
+}  // namespace
+}  // namespace kaas::testing
