@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_info.h"
 
+#include "backends/cpu/cpu_features.h"
+
 #include <unistd.h>
 
 #include <fstream>
@@ -28,25 +30,21 @@ std::string read_cpu_model() {
 }
 
 std::string read_isa() {
+  const CpuFeatures& f = cpu_features();
   std::string isa;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
   const auto add = [&isa](bool present, const char* name) {
     if (!present) return;
     if (!isa.empty()) isa += ' ';
     isa += name;
   };
-  add(__builtin_cpu_supports("sse4.2"), "sse4.2");
-  add(__builtin_cpu_supports("avx"), "avx");
-  add(__builtin_cpu_supports("avx2"), "avx2");
-  add(__builtin_cpu_supports("fma"), "fma");
-  add(__builtin_cpu_supports("avx512f"), "avx512f");
-  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
-  add(__builtin_cpu_supports("avx512vl"), "avx512vl");
-  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
-#elif defined(__aarch64__)
-  isa = "neon";
-#endif
+  add(f.sse42, "sse4.2");
+  add(f.avx, "avx");
+  add(f.avx2, "avx2");
+  add(f.fma, "fma");
+  add(f.avx512f, "avx512f");
+  add(f.avx512bw, "avx512bw");
+  add(f.avx512vl, "avx512vl");
+  add(f.avx512vnni, "avx512vnni");
   return isa.empty() ? "baseline" : isa;
 }
 

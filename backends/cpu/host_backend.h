@@ -8,8 +8,9 @@ namespace kaas {
 
 class HostBackend : public Backend {
  public:
-  bool available() const override { return true; }
-  std::string unavailable_reason() const override { return {}; }
+  // False when this CPU lacks the instruction set the kernels were compiled for (KAAS_CPU_ARCH).
+  bool available() const override;
+  std::string unavailable_reason() const override;
   std::vector<DeviceInfo> devices() const override;
   bool device_memory_is_host() const override { return true; }
   // The same limits as a GPU block, so a kernel that launches here also launches there.

@@ -1,0 +1,53 @@
+#include "backends/cpu/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace kaas {
+
+namespace {
+
+#if defined(__x86_64__)
+unsigned long long xgetbv0() {
+  unsigned eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  const unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;                 // SSE + AVX registers saved by the OS
+  const bool zmm_state = ymm_state && (xcr0 & 0xE0) == 0xE0;  // opmask + ZMM state
+  f.sse42 = (c >> 20) & 1;
+  f.fma = ((c >> 12) & 1) && ymm_state;
+  f.avx = ((c >> 28) & 1) && ymm_state;
+  f.f16c = ((c >> 29) & 1) && ymm_state;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.bmi1 = (b >> 3) & 1;
+    f.avx2 = ((b >> 5) & 1) && ymm_state;
+    f.bmi2 = (b >> 8) & 1;
+    f.avx512f = ((b >> 16) & 1) && zmm_state;
+    f.avx512dq = ((b >> 17) & 1) && zmm_state;
+    f.avx512bw = ((b >> 30) & 1) && zmm_state;
+    f.avx512vl = ((b >> 31) & 1) && zmm_state;
+    f.avx512vnni = ((c >> 11) & 1) && zmm_state;
+  }
+#endif
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+}  // namespace kaas
