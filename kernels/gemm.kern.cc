@@ -7,13 +7,18 @@ namespace kaas::KAAS_BACKEND_NS {
 
 namespace {
 
-// Each group computes a tile x tile block of y; each of its elements a kMicro x kMicro
-// micro-tile, so a group has (tile / kMicro)^2 elements. Per step of kDepth along K the group
+// Each group computes a tile x tile block of y; each of its elements a kMicroRows x kMicroCols
+// micro-tile, so a group has tile^2 / 64 elements. Per step of kDepth along K the group
 // stages op(a) (stored k-major) and op(b) in shared memory; the accumulators cross sync() and
 // therefore live in shared memory too, while each element updates them in registers within one
-// element loop (an 8 x 8 register block: eight 8-wide FMA rows on AVX2).
-constexpr int kMicro = 8;
+// element loop.
+constexpr int kMicroRows = 4;   // register block: 4 rows x 16 columns (two 8-wide AVX2 vectors
+constexpr int kMicroCols = 16;  // per row): 8 FMAs per 4 broadcasts + 2 loads
 constexpr int kDepth = 32;
+// op(a) is staged row-major with one padding column: rows of a contiguous on the CPU (the
+// compiler then vectorises the micro-tile along b's row), and no shared-memory bank conflicts
+// on GPUs, where elements of a warp read different rows.
+constexpr int kRowPitch = kDepth + 1;
 
 struct GemmTiledKernel {
   static constexpr const char* kName = "gemm";
@@ -21,10 +26,10 @@ struct GemmTiledKernel {
                               View2<const float> c, View2<float> y, float alpha, float beta,
                               Epilogue epilogue, int tile) const {
     const int64_t m = y.extent[0], n = y.extent[1], k = a.extent[1];
-    const int lanes = tile / kMicro;         // micro-tiles per tile row
-    float* a_tile = ctx.shared<float>();     // [kDepth][tile]
-    float* b_tile = a_tile + kDepth * tile;  // [kDepth][tile]
-    float* acc = b_tile + kDepth * tile;     // [tile][tile]
+    const int lanes = tile / kMicroCols;        // micro-tiles across a tile row
+    float* a_tile = ctx.shared<float>();        // [tile][kRowPitch]
+    float* b_tile = a_tile + kRowPitch * tile;  // [kDepth][tile]
+    float* acc = b_tile + kDepth * tile;        // [tile][tile]
     const int64_t tiles_n = math::ceil_div(n, tile);
     const int64_t tiles = math::ceil_div(m, tile) * tiles_n;
     const bool has_c = c.extent[0] > 0;
@@ -36,30 +41,55 @@ struct GemmTiledKernel {
       for (int64_t k0 = 0; k0 < k; k0 += kDepth) {
         const int64_t depth = math::min<int64_t>(kDepth, k - k0);
         // Stage: one row of op(a) / one k-row of op(b) per element; zeros outside the matrix.
+        // Pointer walks (not View indexing) keep the copies cheap next to the FMAs.
         for (int64_t r : group_elements(ctx, tile)) {
-          for (int64_t kk = 0; kk < kDepth; ++kk) {
-            a_tile[kk * tile + r] = r < rows && kk < depth ? a(row0 + r, k0 + kk) : 0.0f;
+          float* dst = a_tile + r * kRowPitch;
+          if (r < rows) {
+            const float* src = &a(row0 + r, k0);
+            const int64_t step = a.stride[1];
+            if (step == 1) {
+              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = src[kk];
+            } else {
+              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = src[kk * step];
+            }
+            for (int64_t kk = depth; kk < kDepth; ++kk) dst[kk] = 0.0f;
+          } else {
+            for (int64_t kk = 0; kk < kDepth; ++kk) dst[kk] = 0.0f;
           }
         }
         for (int64_t kk : group_elements(ctx, kDepth)) {
-          for (int64_t col = 0; col < tile; ++col) {
-            b_tile[kk * tile + col] = kk < depth && col < cols ? b(k0 + kk, col0 + col) : 0.0f;
+          float* dst = b_tile + kk * tile;
+          if (kk < depth) {
+            const float* src = &b(k0 + kk, col0);
+            const int64_t step = b.stride[1];
+            if (step == 1) {
+              for (int64_t col = 0; col < cols; ++col) dst[col] = src[col];
+            } else {
+              for (int64_t col = 0; col < cols; ++col) dst[col] = src[col * step];
+            }
+            for (int64_t col = cols; col < tile; ++col) dst[col] = 0.0f;
+          } else {
+            for (int64_t col = 0; col < tile; ++col) dst[col] = 0.0f;
           }
         }
         ctx.sync();
-        for (int64_t e : group_elements(ctx, int64_t(lanes) * lanes)) {
-          const int64_t r0 = (e / lanes) * kMicro, c0 = (e % lanes) * kMicro;
-          float sum[kMicro][kMicro];
-          for (int i = 0; i < kMicro; ++i)
-            for (int j = 0; j < kMicro; ++j) sum[i][j] = acc[(r0 + i) * tile + c0 + j];
+        for (int64_t e : group_elements(ctx, int64_t(tile / kMicroRows) * lanes)) {
+          const int64_t r0 = (e / lanes) * kMicroRows, c0 = (e % lanes) * kMicroCols;
+          float sum[kMicroRows][kMicroCols];
+          for (int i = 0; i < kMicroRows; ++i)
+            for (int j = 0; j < kMicroCols; ++j) sum[i][j] = acc[(r0 + i) * tile + c0 + j];
           for (int kk = 0; kk < kDepth; ++kk) {
-            const float* a_col = a_tile + kk * tile + r0;
+            const float* a_col = a_tile + r0 * kRowPitch + kk;  // a(r0 + i, kk) at i * kRowPitch
             const float* b_row = b_tile + kk * tile + c0;
-            for (int i = 0; i < kMicro; ++i)
-              for (int j = 0; j < kMicro; ++j) sum[i][j] = math::fma(a_col[i], b_row[j], sum[i][j]);
+            float b_vec[kMicroCols];
+            for (int j = 0; j < kMicroCols; ++j) b_vec[j] = b_row[j];
+            for (int i = 0; i < kMicroRows; ++i) {
+              const float a_i = a_col[i * kRowPitch];  // one broadcast per row of the block
+              for (int j = 0; j < kMicroCols; ++j) sum[i][j] = math::fma(a_i, b_vec[j], sum[i][j]);
+            }
           }
-          for (int i = 0; i < kMicro; ++i)
-            for (int j = 0; j < kMicro; ++j) acc[(r0 + i) * tile + c0 + j] = sum[i][j];
+          for (int i = 0; i < kMicroRows; ++i)
+            for (int j = 0; j < kMicroCols; ++j) acc[(r0 + i) * tile + c0 + j] = sum[i][j];
         }
         ctx.sync();
       }
@@ -107,12 +137,12 @@ int64_t elementwise_groups(const Queue& queue, int64_t count) {
 void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<const float> c, View2<float> y, float alpha, float beta,
                           Epilogue epilogue, LaunchConfig config) {
-  // group size (tile / kMicro)^2: 4, 16 or 64 elements for 16, 32 or 64 wide tiles
+  // group size tile^2 / (kMicroRows * kMicroCols): 4, 16 or 64 elements for 16, 32 or 64 wide tiles
   const int size = config.group_size > 0 ? config.group_size : 64;
   const int tile = size == 4 ? 16 : size == 16 ? 32 : 64;
   const int64_t tiles = math::ceil_div(y.extent[0], tile) * math::ceil_div(y.extent[1], tile);
   const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, tiles);
-  const size_t shared = (2 * kDepth * tile + tile * tile) * sizeof(float);
+  const size_t shared = ((kRowPitch + kDepth) * tile + tile * tile) * sizeof(float);
   launch(queue, groups, size, shared, GemmTiledKernel{}, a, b, c, y, alpha, beta, epilogue, tile);
 }
 

@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
-             libbenchmark-dev clang-format libeigen3-dev libopenblas-openmp-dev)
+             libbenchmark-dev clang-format libeigen3-dev libopenblas-openmp-dev
+             libdnnl-dev libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler)
 fi
 
 missing=()

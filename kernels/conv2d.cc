@@ -1,0 +1,300 @@
+#include "kernels/conv2d.h"
+
+#include "backends/cpu/cpu_features.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "kernels/cpu/conv2d_cpu_fast.h"
+#include "kernels/detail/checks.h"
+
+namespace kaas {
+
+namespace {
+
+constexpr const char* kKernel = "conv2d";
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+// floor(a / b) for b > 0.
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+struct Extent1d {
+  int64_t out, pad_begin, pad_end;
+};
+
+// One spatial dimension under ONNX Conv rules.
+Extent1d resolve(AutoPad auto_pad, int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                 int64_t pad_begin, int64_t pad_end) {
+  const int64_t span = (kernel - 1) * dilation + 1;
+  switch (auto_pad) {
+    case AutoPad::kValid:
+      return {floor_div(in - span, stride) + 1, 0, 0};
+    case AutoPad::kSameUpper:
+    case AutoPad::kSameLower: {
+      const int64_t out = (in + stride - 1) / stride;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + span - in);
+      const int64_t small = total / 2, large = total - small;
+      // The odd pad goes at the end for SAME_UPPER, at the beginning for SAME_LOWER.
+      return auto_pad == AutoPad::kSameUpper ? Extent1d{out, small, large}
+                                             : Extent1d{out, large, small};
+    }
+    case AutoPad::kNotSet:
+      break;
+  }
+  return {floor_div(in + pad_begin + pad_end - span, stride) + 1, pad_begin, pad_end};
+}
+
+void check_params(const Conv2dParams& p) {
+  require(p.layout == Layout::kNCHW || p.layout == Layout::kNHWC, kKernel, "layout",
+          "kNCHW or kNHWC", str(static_cast<int>(p.layout)));
+  require(p.auto_pad == AutoPad::kNotSet || p.auto_pad == AutoPad::kValid ||
+              p.auto_pad == AutoPad::kSameUpper || p.auto_pad == AutoPad::kSameLower,
+          kKernel, "auto_pad", "kNotSet, kValid, kSameUpper or kSameLower",
+          str(static_cast<int>(p.auto_pad)));
+  require(p.impl == Conv2dImpl::kAuto || p.impl == Conv2dImpl::kPortable ||
+              p.impl == Conv2dImpl::kCpuFast,
+          kKernel, "impl", "kAuto, kPortable or kCpuFast", str(static_cast<int>(p.impl)));
+  const Activation act = p.epilogue.activation;
+  require(act == Activation::kNone || act == Activation::kRelu || act == Activation::kLeakyRelu ||
+              act == Activation::kSigmoid,
+          kKernel, "epilogue.activation", "none, relu, leaky_relu or sigmoid",
+          str(static_cast<int>(act)));
+  require(p.stride_h >= 1, kKernel, "stride_h", ">= 1", str(p.stride_h));
+  require(p.stride_w >= 1, kKernel, "stride_w", ">= 1", str(p.stride_w));
+  require(p.dilation_h >= 1, kKernel, "dilation_h", ">= 1", str(p.dilation_h));
+  require(p.dilation_w >= 1, kKernel, "dilation_w", ">= 1", str(p.dilation_w));
+  const std::pair<const char*, int64_t> pads[] = {{"pad_top", p.pad_top},
+                                                  {"pad_left", p.pad_left},
+                                                  {"pad_bottom", p.pad_bottom},
+                                                  {"pad_right", p.pad_right}};
+  for (const auto& [name, value] : pads) {
+    require(value >= 0, kKernel, name, ">= 0", str(value));
+    if (p.auto_pad != AutoPad::kNotSet) {
+      require(value == 0, kKernel, name, "0 when auto_pad is set", str(value));
+    }
+  }
+  require(p.groups >= 1, kKernel, "groups", ">= 1", str(p.groups));
+}
+
+// Logical position of N, C, H, W in the activation extents of `layout`.
+struct Axes {
+  int n, c, h, w;
+};
+Axes axes(Layout layout) {
+  return layout == Layout::kNCHW ? Axes{0, 1, 2, 3} : Axes{0, 3, 1, 2};
+}
+
+// A view of an activation tensor with its dimensions reordered to logical NCHW.
+template <class T>
+View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
+  const Axes ax = axes(layout);
+  const int order[4] = {ax.n, ax.c, ax.h, ax.w};
+  View<T, 4> r;
+  r.data = v.data;
+  for (int d = 0; d < 4; ++d) {
+    r.extent[d] = v.extent[order[d]];
+    r.stride[d] = v.stride[order[d]];
+  }
+  return r;
+}
+
+bool cpu_fast_applies(const Queue& queue, const View<const float, 4>& input,
+                      const View<float, 4>& output, const Conv2dParams& params) {
+  const BackendId id = queue.backend_id();
+  return (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
+         conv2d_cpu_fast_isa_available() && params.layout == Layout::kNHWC && params.groups == 1 &&
+         (input.extent[3] <= 1 || input.stride[3] == 1) &&
+         (output.extent[3] <= 1 || output.stride[3] == 1);
+}
+
+// Checks everything and returns the output shape.
+Conv2dShape check_all(const Queue& queue, const View<const float, 4>& input,
+                      const View<const float, 4>& weight, const View<float, 4>& output,
+                      const Conv2dParams& params) {
+  (void)queue;
+  check_params(params);
+  detail::check_view(input, kKernel, "input");
+  detail::check_view(weight, kKernel, "weight");
+  detail::check_view(output, kKernel, "output");
+  const Conv2dShape shape = conv2d_output_shape(params, input.extent, weight.extent);
+  const Axes ax = axes(params.layout);
+  int64_t expected[4];
+  expected[ax.n] = shape.batch;
+  expected[ax.c] = shape.out_channels;
+  expected[ax.h] = shape.out_h;
+  expected[ax.w] = shape.out_w;
+  for (int d = 0; d < 4; ++d) {
+    require(output.extent[d] == expected[d], kKernel, "output extent[" + str(d) + "]",
+            str(expected[d]), str(output.extent[d]));
+  }
+  return shape;
+}
+
+Conv2dImpl select(const Queue& queue, const View<const float, 4>& input,
+                  const View<float, 4>& output, const Conv2dParams& params,
+                  const Conv2dShape& shape) {
+  const bool fast = cpu_fast_applies(queue, input, output, params);
+  switch (params.impl) {
+    case Conv2dImpl::kPortable:
+      return Conv2dImpl::kPortable;
+    case Conv2dImpl::kCpuFast:
+      require(fast, kKernel, "impl",
+              "kAuto or kPortable here (kCpuFast needs the serial or openmp backend, an AVX2+FMA "
+              "CPU, NHWC, groups == 1 and channel-contiguous input and output)",
+              "kCpuFast");
+      return Conv2dImpl::kCpuFast;
+    case Conv2dImpl::kAuto:
+      break;
+  }
+  return fast && shape.out_channels >= 8 ? Conv2dImpl::kCpuFast : Conv2dImpl::kPortable;
+}
+
+}  // namespace
+
+bool conv2d_cpu_fast_isa_available() {
+  // CPUID through backends/cpu (not __builtin_cpu_supports, which the HIP runtime can shadow).
+  static const bool available =
+      cpu_fast::conv2d_nhwc_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
+  return available;
+}
+
+std::string_view to_string(Conv2dImpl impl) {
+  switch (impl) {
+    case Conv2dImpl::kAuto:
+      return "auto";
+    case Conv2dImpl::kPortable:
+      return "portable";
+    case Conv2dImpl::kCpuFast:
+      return "cpu_fast";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Layout layout) {
+  return layout == Layout::kNCHW ? "NCHW" : layout == Layout::kNHWC ? "NHWC" : "unknown";
+}
+
+std::string_view to_string(AutoPad auto_pad) {
+  switch (auto_pad) {
+    case AutoPad::kNotSet:
+      return "NOTSET";
+    case AutoPad::kValid:
+      return "VALID";
+    case AutoPad::kSameUpper:
+      return "SAME_UPPER";
+    case AutoPad::kSameLower:
+      return "SAME_LOWER";
+  }
+  return "unknown";
+}
+
+Conv2dShape conv2d_output_shape(const Conv2dParams& params, const int64_t (&input_extents)[4],
+                                const int64_t (&weight_extents)[4]) {
+  check_params(params);
+  for (int d = 0; d < 4; ++d) {
+    require(input_extents[d] >= 0, kKernel, "input extent[" + str(d) + "]", ">= 0",
+            str(input_extents[d]));
+    require(weight_extents[d] >= 0, kKernel, "weight extent[" + str(d) + "]", ">= 0",
+            str(weight_extents[d]));
+  }
+  const Axes ax = axes(params.layout);
+  Conv2dShape s{};
+  s.batch = input_extents[ax.n];
+  s.in_channels = input_extents[ax.c];
+  s.in_h = input_extents[ax.h];
+  s.in_w = input_extents[ax.w];
+  s.out_channels = weight_extents[0];
+  const int64_t g = params.groups;
+  require(s.in_channels % g == 0, kKernel, "input channels",
+          "a multiple of groups (" + str(g) + ")", str(s.in_channels));
+  require(weight_extents[1] == s.in_channels / g, kKernel, "weight extent[1] (C_in / groups)",
+          str(s.in_channels / g), str(weight_extents[1]));
+  require(s.out_channels % g == 0, kKernel, "weight extent[0] (C_out)",
+          "a multiple of groups (" + str(g) + ")", str(s.out_channels));
+  require(weight_extents[2] >= 1, kKernel, "weight extent[2] (kernel height)", ">= 1",
+          str(weight_extents[2]));
+  require(weight_extents[3] >= 1, kKernel, "weight extent[3] (kernel width)", ">= 1",
+          str(weight_extents[3]));
+  const Extent1d h = resolve(params.auto_pad, s.in_h, weight_extents[2], params.stride_h,
+                             params.dilation_h, params.pad_top, params.pad_bottom);
+  const Extent1d w = resolve(params.auto_pad, s.in_w, weight_extents[3], params.stride_w,
+                             params.dilation_w, params.pad_left, params.pad_right);
+  require(h.out >= 1, kKernel, "output height", ">= 1", str(h.out));
+  require(w.out >= 1, kKernel, "output width", ">= 1", str(w.out));
+  s.out_h = h.out;
+  s.out_w = w.out;
+  s.pad_top = h.pad_begin;
+  s.pad_bottom = h.pad_end;
+  s.pad_left = w.pad_begin;
+  s.pad_right = w.pad_end;
+  return s;
+}
+
+Conv2dImpl conv2d_selected_impl(const Queue& queue, View<const float, 4> input,
+                                View<const float, 4> weight, View<float, 4> output,
+                                const Conv2dParams& params) {
+  const Conv2dShape shape = check_all(queue, input, weight, output, params);
+  return select(queue, input, output, params, shape);
+}
+
+void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
+            View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
+            LaunchConfig config) {
+  const Conv2dShape shape = check_all(queue, input, weight, output, params);
+  detail::check_view(bias, kKernel, "bias");
+  require(bias.extent[0] == 0 || bias.extent[0] == shape.out_channels, kKernel, "bias extent",
+          "0 or " + str(shape.out_channels), str(bias.extent[0]));
+  detail::check_config(config, kKernel);
+  const Conv2dImpl impl = select(queue, input, output, params, shape);
+  if (output.size() == 0) return;
+
+  if (impl == Conv2dImpl::kCpuFast) {
+    // CPU backends run launches synchronously on the calling thread, so calling the fast path
+    // here keeps the queue's order.
+    cpu_fast::Conv2dNhwcArgs a{};
+    a.input = input.data;
+    a.in_stride_n = input.stride[0];
+    a.in_stride_h = input.stride[1];
+    a.in_stride_w = input.stride[2];
+    a.weight = weight.data;
+    for (int d = 0; d < 4; ++d) a.weight_stride[d] = weight.stride[d];
+    a.bias = bias.extent[0] > 0 ? bias.data : nullptr;
+    a.bias_stride = bias.stride[0];
+    a.output = output.data;
+    a.out_stride_n = output.stride[0];
+    a.out_stride_h = output.stride[1];
+    a.out_stride_w = output.stride[2];
+    a.batch = shape.batch;
+    a.in_channels = shape.in_channels;
+    a.in_h = shape.in_h;
+    a.in_w = shape.in_w;
+    a.out_channels = shape.out_channels;
+    a.out_h = shape.out_h;
+    a.out_w = shape.out_w;
+    a.kernel_h = weight.extent[2];
+    a.kernel_w = weight.extent[3];
+    a.stride_h = params.stride_h;
+    a.stride_w = params.stride_w;
+    a.dilation_h = params.dilation_h;
+    a.dilation_w = params.dilation_w;
+    a.pad_top = shape.pad_top;
+    a.pad_left = shape.pad_left;
+    a.epilogue = params.epilogue;
+    a.parallel = queue.backend_id() == BackendId::kOpenmp;
+    cpu_fast::conv2d_nhwc_avx2(a);
+    return;
+  }
+
+  Conv2dGeometry geometry{params.stride_h, params.stride_w, params.dilation_h, params.dilation_w,
+                          shape.pad_top,   shape.pad_left,  params.groups,     params.epilogue};
+  KAAS_DISPATCH(queue, conv2d_launch, queue, as_nchw(input, params.layout), weight, bias,
+                as_nchw(output, params.layout), geometry, config);
+}
+
+}  // namespace kaas

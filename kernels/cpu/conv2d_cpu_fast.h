@@ -1,0 +1,32 @@
+#pragma once
+// CPU fast path of conv2d (see kernels/conv2d.h): a direct NHWC kernel vectorised over output
+// channels with AVX2 + FMA. Plain C++ (+ OpenMP), compiled with -mavx2 -mfma in its own
+// translation unit and never by a GPU compiler; call it only when
+// conv2d_cpu_fast_isa_available() is true.
+
+#include <cstdint>
+
+#include "kernels/activation.h"
+
+namespace kaas::cpu_fast {
+
+struct Conv2dNhwcArgs {
+  const float* input;  // [n][h][w][c], channel stride 1
+  int64_t in_stride_n, in_stride_h, in_stride_w;
+  const float* weight;  // OIHW with any strides
+  int64_t weight_stride[4];
+  const float* bias;  // nullptr: no bias
+  int64_t bias_stride;
+  float* output;  // [n][oh][ow][c], channel stride 1
+  int64_t out_stride_n, out_stride_h, out_stride_w;
+  int64_t batch, in_channels, in_h, in_w, out_channels, out_h, out_w, kernel_h, kernel_w;
+  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  Epilogue epilogue;
+  bool parallel;  // spread rows over the caller's OpenMP threads
+};
+
+// False where this file was built without AVX2/FMA (non-x86 targets).
+bool conv2d_nhwc_avx2_compiled();
+void conv2d_nhwc_avx2(const Conv2dNhwcArgs& args);
+
+}  // namespace kaas::cpu_fast

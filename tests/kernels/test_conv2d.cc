@@ -1,0 +1,576 @@
+#include "kernels/conv2d.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/support/backends_under_test.h"
+#include "tests/support/device_array.h"
+#include "tests/support/reference.h"
+
+namespace kaas::testing {
+namespace {
+
+class Conv2dTest : public ::testing::TestWithParam<const Backend*> {};
+
+struct Case {
+  int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w;
+  bool bias;
+  Conv2dParams params;
+};
+
+std::string describe(const Case& c) {
+  const Conv2dParams& p = c.params;
+  return "N=" + std::to_string(c.batch) + " C_in=" + std::to_string(c.in_channels) +
+         " H=" + std::to_string(c.in_h) + " W=" + std::to_string(c.in_w) +
+         " C_out=" + std::to_string(c.out_channels) + " K=" + std::to_string(c.kernel_h) + "x" +
+         std::to_string(c.kernel_w) + " stride=" + std::to_string(p.stride_h) + "," +
+         std::to_string(p.stride_w) + " dilation=" + std::to_string(p.dilation_h) + "," +
+         std::to_string(p.dilation_w) + " pads=" + std::to_string(p.pad_top) + "," +
+         std::to_string(p.pad_left) + "," + std::to_string(p.pad_bottom) + "," +
+         std::to_string(p.pad_right) + " auto_pad=" + std::string(to_string(p.auto_pad)) +
+         " groups=" + std::to_string(p.groups) + " layout=" + std::string(to_string(p.layout)) +
+         " act=" + std::string(to_string(p.epilogue.activation)) +
+         " bias=" + (c.bias ? "yes" : "no") + " impl=" + std::string(to_string(p.impl));
+}
+
+// Offset of logical (n, c, h, w) in a dense tensor of `layout`.
+int64_t offset(Layout layout, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
+               int64_t w) {
+  return layout == Layout::kNCHW ? ((n * C + c) * H + h) * W + w : ((n * H + h) * W + w) * C + c;
+}
+
+void input_extents(const Case& c, int64_t (&e)[4]) {
+  if (c.params.layout == Layout::kNCHW) {
+    e[0] = c.batch, e[1] = c.in_channels, e[2] = c.in_h, e[3] = c.in_w;
+  } else {
+    e[0] = c.batch, e[1] = c.in_h, e[2] = c.in_w, e[3] = c.in_channels;
+  }
+}
+
+void output_extents(const Case& c, const Conv2dShape& s, int64_t (&e)[4]) {
+  if (c.params.layout == Layout::kNCHW) {
+    e[0] = s.batch, e[1] = s.out_channels, e[2] = s.out_h, e[3] = s.out_w;
+  } else {
+    e[0] = s.batch, e[1] = s.out_h, e[2] = s.out_w, e[3] = s.out_channels;
+  }
+}
+
+Conv2dShape shape_of(const Case& c) {
+  int64_t in[4];
+  input_extents(c, in);
+  const int64_t w[4] = {c.out_channels, c.in_channels / c.params.groups, c.kernel_h, c.kernel_w};
+  return conv2d_output_shape(c.params, in, w);
+}
+
+struct Data {
+  std::vector<float> x, w, b;
+};
+
+// Pre-activation outputs (output layout) of a direct double-precision convolution, and per
+// output sum |a*b| (+ |bias|) for the tolerance.
+void reference_direct(const Case& c, const Conv2dShape& s, const Data& d, std::vector<double>& y,
+                      std::vector<double>& magnitude) {
+  const Layout L = c.params.layout;
+  const int64_t g = c.params.groups, cin_g = c.in_channels / g, cout_g = c.out_channels / g;
+  y.assign(static_cast<size_t>(s.batch * s.out_channels * s.out_h * s.out_w), 0.0);
+  magnitude.assign(y.size(), 0.0);
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t co = 0; co < s.out_channels; ++co)
+      for (int64_t oh = 0; oh < s.out_h; ++oh)
+        for (int64_t ow = 0; ow < s.out_w; ++ow) {
+          double sum = c.bias ? d.b[co] : 0.0, mag = c.bias ? std::abs(d.b[co]) : 0.0;
+          const int64_t grp = co / cout_g;
+          for (int64_t ci = 0; ci < cin_g; ++ci)
+            for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+              for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                const int64_t ih = oh * c.params.stride_h - s.pad_top + kh * c.params.dilation_h;
+                const int64_t iw = ow * c.params.stride_w - s.pad_left + kw * c.params.dilation_w;
+                if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) continue;
+                const double a =
+                    d.x[offset(L, c.in_channels, s.in_h, s.in_w, n, grp * cin_g + ci, ih, iw)];
+                const double b = d.w[((co * cin_g + ci) * c.kernel_h + kh) * c.kernel_w + kw];
+                sum += a * b;
+                mag += std::abs(a * b);
+              }
+          const int64_t o = offset(L, s.out_channels, s.out_h, s.out_w, n, co, oh, ow);
+          y[o] = sum;
+          magnitude[o] = mag;
+        }
+}
+
+// The same convolution as an im2col matrix times the weight matrix, per group, with Eigen.
+std::vector<double> reference_eigen(const Case& c, const Conv2dShape& s, const Data& d) {
+  const Layout L = c.params.layout;
+  const int64_t g = c.params.groups, cin_g = c.in_channels / g, cout_g = c.out_channels / g;
+  const int64_t kred = cin_g * c.kernel_h * c.kernel_w, pixels = s.batch * s.out_h * s.out_w;
+  std::vector<double> y(static_cast<size_t>(pixels * s.out_channels), 0.0);
+  for (int64_t grp = 0; grp < g; ++grp) {
+    Eigen::MatrixXd cols = Eigen::MatrixXd::Zero(kred, pixels);
+    for (int64_t n = 0; n < s.batch; ++n)
+      for (int64_t oh = 0; oh < s.out_h; ++oh)
+        for (int64_t ow = 0; ow < s.out_w; ++ow) {
+          const int64_t m = (n * s.out_h + oh) * s.out_w + ow;
+          for (int64_t ci = 0; ci < cin_g; ++ci)
+            for (int64_t kh = 0; kh < c.kernel_h; ++kh)
+              for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
+                const int64_t ih = oh * c.params.stride_h - s.pad_top + kh * c.params.dilation_h;
+                const int64_t iw = ow * c.params.stride_w - s.pad_left + kw * c.params.dilation_w;
+                if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) continue;
+                cols((ci * c.kernel_h + kh) * c.kernel_w + kw, m) =
+                    d.x[offset(L, c.in_channels, s.in_h, s.in_w, n, grp * cin_g + ci, ih, iw)];
+              }
+        }
+    Eigen::MatrixXd weights(cout_g, kred);
+    for (int64_t co = 0; co < cout_g; ++co)
+      for (int64_t r = 0; r < kred; ++r) weights(co, r) = d.w[(grp * cout_g + co) * kred + r];
+    const Eigen::MatrixXd product = weights * cols;
+    for (int64_t co = 0; co < cout_g; ++co)
+      for (int64_t m = 0; m < pixels; ++m) {
+        const int64_t n = m / (s.out_h * s.out_w), oh = (m / s.out_w) % s.out_h, ow = m % s.out_w;
+        const int64_t channel = grp * cout_g + co;
+        y[offset(L, s.out_channels, s.out_h, s.out_w, n, channel, oh, ow)] =
+            product(co, m) + (c.bias ? d.b[channel] : 0.0);
+      }
+  }
+  return y;
+}
+
+double activate(const Epilogue& e, double v) {
+  switch (e.activation) {
+    case Activation::kRelu:
+      return v > 0 ? v : 0;
+    case Activation::kLeakyRelu:
+      return v >= 0 ? v : e.alpha * v;
+    case Activation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case Activation::kNone:
+      break;
+  }
+  return v;
+}
+
+bool cpu_fast_applies(const Backend& backend, const Case& c) {
+  return (backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp) &&
+         conv2d_cpu_fast_isa_available() && c.params.layout == Layout::kNHWC &&
+         c.params.groups == 1;
+}
+
+// The implementations to run `c` with on this backend: the portable kernel always, the CPU fast
+// path where it applies.
+std::vector<Conv2dImpl> impls_for(const Backend& backend, const Case& c) {
+  std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
+  if (cpu_fast_applies(backend, c)) impls.push_back(Conv2dImpl::kCpuFast);
+  return impls;
+}
+
+// Mirrors the portable launcher's tiling: sync() hand-overs on the emulated GPU.
+int64_t estimated_handoffs(const Case& c, const Conv2dShape& s, int group_size) {
+  const int64_t cout_g = c.out_channels / c.params.groups;
+  int64_t tc = 32, best = (cout_g + 31) / 32 * 32;
+  for (int64_t t : {16, 8, 4}) {
+    if ((cout_g + t - 1) / t * t < best) tc = t, best = (cout_g + t - 1) / t * t;
+  }
+  const int64_t tp = 2048 / tc;
+  const int64_t tiles =
+      c.params.groups * ((cout_g + tc - 1) / tc) * ((s.batch * s.out_h * s.out_w + tp - 1) / tp);
+  const int64_t chunks = (c.in_channels / c.params.groups * c.kernel_h * c.kernel_w + 15) / 16;
+  return (tiles * (2 * chunks + 1) + 4) * group_size;
+}
+
+// Runs `c` with every implementation and group_size, comparing with both references.
+// `exact`: integer data, the results must equal the reference bit for bit.
+void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
+              const std::vector<int>& group_sizes, int64_t& skipped) {
+  const Conv2dShape s = shape_of(c);
+  std::vector<double> y, magnitude;
+  reference_direct(c, s, d, y, magnitude);
+  const std::vector<double> y_eigen = reference_eigen(c, s, d);
+  ASSERT_EQ(y.size(), y_eigen.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    ASSERT_NEAR(y[i], y_eigen[i], 1e-9 * (1.0 + magnitude[i])) << "references disagree at " << i;
+  }
+  const int64_t kred = c.in_channels / c.params.groups * c.kernel_h * c.kernel_w + 1;
+  int64_t in[4], out[4];
+  input_extents(c, in);
+  output_extents(c, s, out);
+  const int64_t wext[4] = {c.out_channels, c.in_channels / c.params.groups, c.kernel_h, c.kernel_w};
+  for (Conv2dImpl impl : impls_for(queue.backend(), c)) {
+    for (int group_size : group_sizes) {
+      if (impl == Conv2dImpl::kCpuFast && group_size != group_sizes.front()) continue;
+      if (impl == Conv2dImpl::kPortable &&
+          !affordable(queue.backend(), estimated_handoffs(c, s, group_size ? group_size : 128))) {
+        ++skipped;
+        continue;
+      }
+      Case run = c;
+      run.params.impl = impl;
+      SCOPED_TRACE(describe(run) + " group_size=" + std::to_string(group_size));
+      GuardedArray<float> dx(queue, d.x), dw(queue, d.w), db(queue, d.b);
+      GuardedArray<float> dy(queue, y.size());
+      const View<const float, 4> xv = make_view<4>(static_cast<const float*>(dx.view().data), in);
+      const View<const float, 4> wv = make_view<4>(static_cast<const float*>(dw.view().data), wext);
+      const View<float, 4> yv = make_view<4>(dy.view().data, out);
+      ASSERT_EQ(conv2d_selected_impl(queue, xv, wv, yv, run.params), impl);
+      conv2d(queue, xv, wv, c.bias ? db.const_view() : View1<const float>{}, yv, run.params,
+             {group_size, 0});
+      const std::vector<float> got = dy.read();
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double expected = activate(c.params.epilogue, y[i]);
+        if (exact) {
+          ASSERT_EQ(got[i], static_cast<float>(expected)) << "output " << i;
+        } else {
+          const double tol = reduction_tolerance(kred, magnitude[i]) + 4e-7;
+          ASSERT_NEAR(got[i], expected, tol) << "output " << i;
+        }
+      }
+    }
+  }
+}
+
+Data make_data(const Case& c, uint32_t seed, bool integers) {
+  const size_t nx = static_cast<size_t>(c.batch * c.in_channels * c.in_h * c.in_w);
+  const size_t nw = static_cast<size_t>(c.out_channels * (c.in_channels / c.params.groups) *
+                                        c.kernel_h * c.kernel_w);
+  const size_t nb = c.bias ? static_cast<size_t>(c.out_channels) : 0;
+  if (integers) {
+    return {random_integers<float>(nx, seed, -4, 4), random_integers<float>(nw, seed + 1, -3, 3),
+            random_integers<float>(nb, seed + 2, -8, 8)};
+  }
+  return {random_floats(nx, seed), random_floats(nw, seed + 1), random_floats(nb, seed + 2)};
+}
+
+// A random case of the given class; resampled until the output is non-empty.
+Case random_case(std::mt19937& rng, Layout layout, AutoPad auto_pad, int groups_class,
+                 Activation activation, int64_t batch) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (;;) {
+    Case c{};
+    c.batch = batch;
+    const int64_t groups = groups_class == 0 ? 1 : groups_class == 1 ? pick(2, 3) : pick(2, 5);
+    if (groups_class == 2) {  // depthwise: one input channel per group, multiplier 1 or 2
+      c.in_channels = groups;
+      c.out_channels = groups * pick(1, 2);
+    } else {
+      c.in_channels = groups * pick(1, 3);
+      c.out_channels = groups * pick(1, groups_class == 0 ? 11 : 4);
+    }
+    c.in_h = pick(1, 9);
+    c.in_w = pick(1, 11);
+    c.kernel_h = pick(1, 5);
+    c.kernel_w = pick(1, 5);
+    c.bias = pick(0, 1) == 1;
+    Conv2dParams& p = c.params;
+    p.layout = layout;
+    p.auto_pad = auto_pad;
+    p.groups = groups;
+    p.stride_h = pick(1, 3);
+    p.stride_w = pick(1, 3);
+    p.dilation_h = pick(1, 2);
+    p.dilation_w = pick(1, 2);
+    if (auto_pad == AutoPad::kNotSet) {
+      p.pad_top = pick(0, 2), p.pad_left = pick(0, 2);
+      p.pad_bottom = pick(0, 2), p.pad_right = pick(0, 2);
+    }
+    p.epilogue.activation = activation;
+    p.epilogue.alpha = 0.125f;
+    try {
+      shape_of(c);
+      return c;
+    } catch (const Error&) {
+      // output size <= 0: draw again
+    }
+  }
+}
+
+TEST_P(Conv2dTest, EveryCombinationClassMatchesReferences) {
+  Queue queue(*GetParam());
+  std::mt19937 rng(20240611u);
+  int64_t skipped = 0, index = 0;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (AutoPad auto_pad :
+         {AutoPad::kNotSet, AutoPad::kValid, AutoPad::kSameUpper, AutoPad::kSameLower})
+      for (int groups_class : {0, 1, 2})
+        for (Activation act :
+             {Activation::kNone, Activation::kRelu, Activation::kLeakyRelu, Activation::kSigmoid}) {
+          ++index;
+          const int64_t batch = index % 7 == 0 ? 0 : 1 + index % 3;
+          const Case c = random_case(rng, layout, auto_pad, groups_class, act, batch);
+          const Data d = make_data(c, static_cast<uint32_t>(100 + index), false);
+          const std::vector<int> sizes =
+              index % 5 == 0 ? std::vector<int>{0, 7} : std::vector<int>{32};
+          run_case(queue, c, d, false, sizes, skipped);
+          if (HasFatalFailure()) return;
+        }
+  if (skipped > 0)
+    std::printf("[ emulator ] %lld configurations over budget not run\n", (long long)skipped);
+}
+
+TEST_P(Conv2dTest, IntegerInputsAreBitExact) {
+  Queue queue(*GetParam());
+  std::mt19937 rng(77u);
+  int64_t skipped = 0;
+  int index = 0;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (AutoPad auto_pad : {AutoPad::kNotSet, AutoPad::kSameUpper, AutoPad::kSameLower})
+      for (int groups_class : {0, 1, 2})
+        for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kLeakyRelu}) {
+          ++index;
+          const Case c = random_case(rng, layout, auto_pad, groups_class, act, 1 + index % 2);
+          run_case(queue, c, make_data(c, static_cast<uint32_t>(900 + index), true), true, {32},
+                   skipped);
+          if (HasFatalFailure()) return;
+        }
+  // Wide channel counts through the fast path's 24-channel blocks and its masked tail.
+  for (int64_t cout : {8, 20, 24, 37, 48, 56}) {
+    Case c{};
+    c.batch = 2, c.in_channels = 3, c.in_h = 7, c.in_w = 13, c.out_channels = cout;
+    c.kernel_h = 3, c.kernel_w = 3, c.bias = true;
+    c.params.layout = Layout::kNHWC;
+    c.params.pad_top = 1, c.params.pad_left = 2, c.params.pad_right = 1;
+    c.params.epilogue.activation = Activation::kRelu;
+    run_case(queue, c, make_data(c, static_cast<uint32_t>(cout), true), true, {64}, skipped);
+  }
+  if (skipped > 0)
+    std::printf("[ emulator ] %lld configurations over budget not run\n", (long long)skipped);
+}
+
+TEST_P(Conv2dTest, Batch257SmallSpatial) {
+  Queue queue(*GetParam());
+  int64_t skipped = 0;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    Case c{};
+    c.batch = 257, c.in_channels = 2, c.in_h = 4, c.in_w = 3, c.out_channels = 9;
+    c.kernel_h = 3, c.kernel_w = 2, c.bias = true;
+    c.params.layout = layout;
+    c.params.auto_pad = AutoPad::kSameUpper;
+    c.params.epilogue.activation = Activation::kLeakyRelu;
+    run_case(queue, c, make_data(c, 5u, false), false, {0}, skipped);
+  }
+  EXPECT_EQ(skipped, 0);
+}
+
+TEST_P(Conv2dTest, EmTrkMichelIdShape) {
+  // 5x5, 1 -> 48 channels, VALID, 48x48 NHWC patches, ReLU: the model's first layer.
+  Queue queue(*GetParam());
+  Case c{};
+  c.batch = 2, c.in_channels = 1, c.in_h = 48, c.in_w = 48, c.out_channels = 48;
+  c.kernel_h = 5, c.kernel_w = 5, c.bias = true;
+  c.params.layout = Layout::kNHWC;
+  c.params.auto_pad = AutoPad::kValid;
+  c.params.epilogue.activation = Activation::kRelu;
+  int64_t skipped = 0;
+  run_case(queue, c, make_data(c, 48u, false), false, {0}, skipped);
+  run_case(queue, c, make_data(c, 49u, true), true, {0}, skipped);
+  EXPECT_EQ(skipped, 0);
+  // kAuto takes the fast path where it applies.
+  const Conv2dShape s = shape_of(c);
+  GuardedArray<float> dx(queue, 2 * 48 * 48), dw(queue, 48 * 25), dy(queue, 2 * 44 * 44 * 48);
+  const auto impl = conv2d_selected_impl(
+      queue, make_view<4>(static_cast<const float*>(dx.view().data), {2, 48, 48, 1}),
+      make_view<4>(static_cast<const float*>(dw.view().data), {48, 1, 5, 5}),
+      make_view<4>(dy.view().data, {2, s.out_h, s.out_w, 48}), c.params);
+  EXPECT_EQ(impl,
+            cpu_fast_applies(queue.backend(), c) ? Conv2dImpl::kCpuFast : Conv2dImpl::kPortable);
+}
+
+TEST(Conv2dShapeTest, OnnxPaddingRules) {
+  Conv2dParams p;
+  const int64_t w[4] = {4, 3, 3, 3};
+  {
+    p.auto_pad = AutoPad::kSameUpper;
+    p.stride_h = p.stride_w = 2;
+    const Conv2dShape s = conv2d_output_shape(p, {1, 3, 6, 5}, w);
+    EXPECT_EQ(s.out_h, 3);  // ceil(6 / 2); total pad 1: 0 before, 1 after
+    EXPECT_EQ(s.pad_top, 0);
+    EXPECT_EQ(s.pad_bottom, 1);
+    EXPECT_EQ(s.out_w, 3);  // ceil(5 / 2); total pad 2
+    EXPECT_EQ(s.pad_left, 1);
+    EXPECT_EQ(s.pad_right, 1);
+  }
+  {
+    p.auto_pad = AutoPad::kSameLower;
+    const Conv2dShape s = conv2d_output_shape(p, {1, 3, 6, 5}, w);
+    EXPECT_EQ(s.pad_top, 1);
+    EXPECT_EQ(s.pad_bottom, 0);
+  }
+  {
+    p.auto_pad = AutoPad::kValid;
+    p.stride_h = p.stride_w = 1;
+    p.dilation_h = 2;
+    p.layout = Layout::kNHWC;
+    const Conv2dShape s = conv2d_output_shape(p, {2, 7, 5, 3}, w);
+    EXPECT_EQ(s.out_h, 3);  // 7 - (2 * 2 + 1) + 1
+    EXPECT_EQ(s.out_w, 3);
+    EXPECT_EQ(s.batch, 2);
+    EXPECT_EQ(s.out_channels, 4);
+  }
+  {
+    Conv2dParams q;
+    q.pad_top = 1, q.pad_bottom = 2, q.stride_h = 3;
+    const Conv2dShape s = conv2d_output_shape(q, {1, 3, 10, 3}, w);
+    EXPECT_EQ(s.out_h, (10 + 3 - 3) / 3 + 1);
+    EXPECT_EQ(s.out_w, 1);
+  }
+}
+
+void expect_error(const std::function<void()>& f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "accepted; expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
+  Queue queue(*GetParam());
+  GuardedArray<float> dx(queue, 2 * 4 * 6 * 6), dw(queue, 8 * 4 * 3 * 3), db(queue, 8),
+      dy(queue, 2 * 8 * 4 * 4);
+  const auto x = [&](std::initializer_list<int64_t> e) {
+    int64_t ext[4];
+    std::copy(e.begin(), e.end(), ext);
+    return make_view<4>(static_cast<const float*>(dx.view().data), ext);
+  };
+  const auto w = [&](std::initializer_list<int64_t> e) {
+    int64_t ext[4];
+    std::copy(e.begin(), e.end(), ext);
+    return make_view<4>(static_cast<const float*>(dw.view().data), ext);
+  };
+  const auto y = [&](std::initializer_list<int64_t> e) {
+    int64_t ext[4];
+    std::copy(e.begin(), e.end(), ext);
+    return make_view<4>(dy.view().data, ext);
+  };
+  const View1<const float> no_bias{};
+  const auto bias = [&](int64_t n) {
+    return make_view(static_cast<const float*>(db.view().data), n);
+  };
+  const Conv2dParams ok;
+  // The good call works.
+  conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(8), y({2, 8, 4, 4}), ok);
+
+  auto with = [&](auto change) {
+    Conv2dParams p = ok;
+    change(p);
+    return p;
+  };
+  auto call = [&](const Conv2dParams& p) {
+    return [&, p] { conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), p); };
+  };
+  expect_error(call(with([](Conv2dParams& p) { p.stride_h = 0; })),
+               "conv2d: stride_h: expected >= 1, received 0");
+  expect_error(call(with([](Conv2dParams& p) { p.stride_w = -2; })),
+               "conv2d: stride_w: expected >= 1, received -2");
+  expect_error(call(with([](Conv2dParams& p) { p.dilation_h = 0; })),
+               "conv2d: dilation_h: expected >= 1, received 0");
+  expect_error(call(with([](Conv2dParams& p) { p.dilation_w = -1; })),
+               "conv2d: dilation_w: expected >= 1, received -1");
+  expect_error(call(with([](Conv2dParams& p) { p.pad_left = -1; })),
+               "conv2d: pad_left: expected >= 0, received -1");
+  expect_error(call(with([](Conv2dParams& p) { p.pad_bottom = -3; })),
+               "conv2d: pad_bottom: expected >= 0, received -3");
+  expect_error(call(with([](Conv2dParams& p) {
+                 p.auto_pad = AutoPad::kValid;
+                 p.pad_top = 1;
+               })),
+               "conv2d: pad_top: expected 0 when auto_pad is set, received 1");
+  expect_error(call(with([](Conv2dParams& p) { p.groups = 0; })),
+               "conv2d: groups: expected >= 1, received 0");
+  expect_error(call(with([](Conv2dParams& p) { p.groups = 3; })),
+               "conv2d: input channels: expected a multiple of groups (3), received 4");
+  expect_error(call(with([](Conv2dParams& p) { p.auto_pad = static_cast<AutoPad>(9); })),
+               "conv2d: auto_pad: expected kNotSet, kValid, kSameUpper or kSameLower, received 9");
+  expect_error(
+      call(with([](Conv2dParams& p) { p.epilogue.activation = static_cast<Activation>(7); })),
+      "conv2d: epilogue.activation: expected none, relu, leaky_relu or sigmoid, received 7");
+  // groups = 2 with a weight for groups = 1.
+  expect_error(call(with([](Conv2dParams& p) { p.groups = 2; })),
+               "conv2d: weight extent[1] (C_in / groups): expected 2, received 4");
+  expect_error(
+      [&] {
+        Conv2dParams p = ok;
+        p.groups = 2;
+        conv2d(queue, x({2, 4, 6, 6}), w({7, 2, 3, 3}), no_bias, y({2, 7, 4, 4}), p);
+      },
+      "conv2d: weight extent[0] (C_out): expected a multiple of groups (2), received 7");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 3, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: weight extent[1] (C_in / groups): expected 3, received 4");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 0, 3}), no_bias, y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: weight extent[2] (kernel height): expected >= 1, received 0");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 2, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: output height: expected >= 1, received 0");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
+               with([](Conv2dParams& p) {
+                 p.auto_pad = AutoPad::kValid;
+                 p.dilation_w = 3;
+               }));
+      },
+      "conv2d: output width: expected >= 1, received 0");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 5}), ok);
+      },
+      "conv2d: output extent[3]: expected 4, received 5");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 6, 6, 4}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
+               with([](Conv2dParams& p) { p.layout = Layout::kNHWC; }));
+      },
+      "conv2d: output extent[1]: expected 4, received 8");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(5), y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: bias extent: expected 0 or 8, received 5");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, -6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: input extent[2]: expected >= 0, received -6");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
+               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kCpuFast; }));
+      },
+      "conv2d: impl: expected kAuto or kPortable here (kCpuFast needs the serial or openmp "
+      "backend, an AVX2+FMA CPU, NHWC, groups == 1 and channel-contiguous input and output), "
+      "received kCpuFast");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok, {-1, 0});
+      },
+      "conv2d: LaunchConfig.group_size: expected >= 0 (0 = default), received -1");
+  // Nothing was written by the rejected calls after the good one: the output is unchanged.
+  const auto before = dy.read();
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(3), y({2, 8, 4, 4}), ok);
+      },
+      "conv2d: bias extent: expected 0 or 8, received 3");
+  const auto after = dy.read();
+  for (size_t i = 0; i < before.size(); ++i) ASSERT_TRUE(same_bits(before[i], after[i]));
+}
+
+KAAS_INSTANTIATE_FOR_BACKENDS(Conv2dTest);
+
+}  // namespace
+}  // namespace kaas::testing
