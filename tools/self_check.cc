@@ -8,8 +8,11 @@
 
 #include "backends/buffer.h"
 #include "kernels/axpy.h"
+#include "kernels/conv2d.h"
+#include "kernels/gemm.h"
 #include "kernels/reduce.h"
 #include "kernels/scan.h"
+#include "kernels/softmax.h"
 
 namespace kaas::tools {
 
@@ -120,6 +123,89 @@ std::vector<CheckResult> self_check(const Backend& backend) {
     }
     return CheckResult{"", wrong == 0,
                        wrong == 0 ? "bit-exact" : std::to_string(wrong) + " wrong elements", 0};
+  }));
+  results.push_back(run_check("dense (EmTrk 1452->128)", [&] {
+    // integer-valued operands: every partial sum is exact, so any path must match bit for bit
+    const int64_t m = 33, k = 1452, n = 128;
+    std::uniform_int_distribution<int> small(-3, 3);
+    std::vector<float> xs(m * k), ws(k * n), bs(n);
+    for (auto& v : xs) v = float(small(rng));
+    for (auto& v : ws) v = float(small(rng));
+    for (auto& v : bs) v = float(small(rng));
+    auto dx = upload(queue, xs), dw = upload(queue, ws), db = upload(queue, bs);
+    auto dy = make_device_buffer<float>(queue, m * n);
+    dense(queue, make_view<2>(static_cast<const float*>(dx.data()), {m, k}),
+          make_view<2>(static_cast<const float*>(dw.data()), {k, n}), View1<const float>(db.view()),
+          make_view<2>(dy.data(), {m, n}), {Activation::kRelu, 0});
+    const auto out = download(queue, dy);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = bs[j];
+        for (int64_t p = 0; p < k; ++p) sum += double(xs[i * k + p]) * ws[p * n + j];
+        wrong += out[i * n + j] != float(std::max(sum, 0.0));
+      }
+    }
+    return CheckResult{"", wrong == 0, wrong == 0 ? "bit-exact" : std::to_string(wrong) + " wrong",
+                       0};
+  }));
+
+  results.push_back(run_check("softmax (rows of 3)", [&] {
+    const int64_t rows = 1000, classes = 3;
+    std::vector<float> logits(rows * classes);
+    for (auto& v : logits) v = 4.0f * uniform(rng);
+    auto dx = upload(queue, logits);
+    auto dy = make_device_buffer<float>(queue, rows * classes);
+    softmax(queue, SoftmaxKind::kSoftmax,
+            make_view<3>(static_cast<const float*>(dx.data()), {rows, classes, 1}),
+            make_view<3>(dy.data(), {rows, classes, 1}));
+    const auto out = download(queue, dy);
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double max = -1e30, sum = 0;
+      for (int64_t c = 0; c < classes; ++c) max = std::max(max, double(logits[r * classes + c]));
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(logits[r * classes + c] - max);
+      for (int64_t c = 0; c < classes; ++c) {
+        worst = std::max(
+            worst, std::abs(out[r * classes + c] - std::exp(logits[r * classes + c] - max) / sum));
+      }
+    }
+    return CheckResult{"", worst <= 1e-6, format_error(worst, 1e-6), 0};
+  }));
+
+  results.push_back(run_check("conv2d (EmTrk 5x5 1->48)", [&] {
+    const int64_t batch = 2, size = 48, out_size = 44, channels = 48;
+    std::uniform_int_distribution<int> small(-3, 3);
+    std::vector<float> input(batch * size * size), weight(channels * 25), bias(channels);
+    for (auto& v : input) v = float(small(rng));
+    for (auto& v : weight) v = float(small(rng));
+    for (auto& v : bias) v = float(small(rng));
+    auto di = upload(queue, input), dw = upload(queue, weight), db = upload(queue, bias);
+    auto dy = make_device_buffer<float>(queue, batch * out_size * out_size * channels);
+    Conv2dParams params;
+    params.layout = Layout::kNHWC;
+    params.epilogue = {Activation::kRelu, 0};
+    conv2d(queue, make_view<4>(static_cast<const float*>(di.data()), {batch, size, size, 1}),
+           make_view<4>(static_cast<const float*>(dw.data()), {channels, 1, 5, 5}),
+           View1<const float>(db.view()),
+           make_view<4>(dy.data(), {batch, out_size, out_size, channels}), params);
+    const auto out = download(queue, dy);
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t oh = 0; oh < out_size; ++oh)
+        for (int64_t ow = 0; ow < out_size; ++ow)
+          for (int64_t c = 0; c < channels; ++c) {
+            double sum = bias[c];
+            for (int64_t kh = 0; kh < 5; ++kh)
+              for (int64_t kw = 0; kw < 5; ++kw) {
+                sum += double(input[(b * size + oh + kh) * size + ow + kw]) *
+                       weight[c * 25 + kh * 5 + kw];
+              }
+            wrong += out[((b * out_size + oh) * out_size + ow) * channels + c] !=
+                     float(std::max(sum, 0.0));
+          }
+    return CheckResult{"", wrong == 0, wrong == 0 ? "bit-exact" : std::to_string(wrong) + " wrong",
+                       0};
   }));
   return results;
 }

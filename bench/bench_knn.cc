@@ -1,0 +1,212 @@
+// Exact kNN (kernels/knn.h) per CPU backend and method, against two KD-tree peers in the same
+// run: nanoflann (built and queried here, queries spread over the OpenMP threads) and
+// scikit-learn (bench/peers/sklearn_knn.py, run once per shape through popen, its own repeats
+// reported as manual times). Points are uniform in [0, 1)^D, all points are queries, each
+// iteration is the whole call (validation, grid build, search). Arguments: N, D, K, events.
+// The emulated GPU is a test device and is not benchmarked.
+
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nanoflann.hpp>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/buffer.h"
+#include "bench/registry.h"
+#include "kernels/knn.h"
+
+#ifndef KAAS_BENCH_PEERS_DIR
+#define KAAS_BENCH_PEERS_DIR "bench/peers"
+#endif
+
+namespace kaas::bench {
+namespace {
+
+struct Shape {
+  int64_t n, dims;
+  int k;
+  int64_t events;
+};
+
+Shape shape_of(const benchmark::State& state) {
+  return {state.range(0), state.range(1), int(state.range(2)), state.range(3)};
+}
+
+std::vector<float> uniform_points(const Shape& s) {
+  std::mt19937 rng(12345u + uint32_t(s.n + s.dims));
+  std::uniform_real_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> points(size_t(s.n * s.dims));
+  for (auto& x : points) x = dist(rng);
+  return points;
+}
+
+// Equal events; the same split in the sklearn peer.
+std::vector<int64_t> equal_splits(const Shape& s) {
+  std::vector<int64_t> splits;
+  for (int64_t e = 0; e <= s.events; ++e) splits.push_back(s.n * e / s.events);
+  return splits;
+}
+
+void set_queries_per_second(benchmark::State& state, int64_t n) {
+  state.counters["queries/s"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void knn_kaas(benchmark::State& state, const Backend* backend, KnnMethod method) {
+  const Shape s = shape_of(state);
+  Queue queue(*backend);
+  const auto host_points = uniform_points(s);
+  const auto host_splits = equal_splits(s);
+  auto points = make_device_buffer<float>(queue, host_points.size());
+  auto splits = make_device_buffer<int64_t>(queue, host_splits.size());
+  auto indices = make_device_buffer<int32_t>(queue, size_t(s.n * s.k));
+  auto distances = make_device_buffer<float>(queue, size_t(s.n * s.k));
+  copy_to_device(queue, std::span<const float>(host_points), points);
+  copy_to_device(queue, std::span<const int64_t>(host_splits), splits);
+  for (auto _ : state) {
+    knn(queue, make_view<2>(static_cast<const float*>(points.data()), {s.n, s.dims}),
+        View1<const int64_t>(splits.view()), s.k, make_view<2>(indices.data(), {s.n, int64_t(s.k)}),
+        make_view<2>(distances.data(), {s.n, int64_t(s.k)}), method);
+    queue.wait();
+  }
+  set_queries_per_second(state, s.n);
+  if (backend->id() == BackendId::kOpenmp) state.counters["threads"] = omp_get_max_threads();
+}
+
+// nanoflann's dataset adaptor over one event of the row-major points.
+struct EventCloud {
+  const float* points;
+  size_t count, dims;
+  size_t kdtree_get_point_count() const { return count; }
+  float kdtree_get_pt(size_t i, size_t d) const { return points[i * dims + d]; }
+  template <class Box>
+  bool kdtree_get_bbox(Box&) const {
+    return false;
+  }
+};
+using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, EventCloud>,
+                                                   EventCloud, -1, uint32_t>;
+
+void knn_nanoflann(benchmark::State& state) {
+  const Shape s = shape_of(state);
+  const auto points = uniform_points(s);
+  const auto splits = equal_splits(s);
+  std::vector<uint32_t> indices(size_t(s.n * s.k));
+  std::vector<float> distances(size_t(s.n * s.k));
+  for (auto _ : state) {
+    for (int64_t e = 0; e < s.events; ++e) {
+      const int64_t first = splits[size_t(e)], count = splits[size_t(e) + 1] - first;
+      const EventCloud cloud{points.data() + first * s.dims, size_t(count), size_t(s.dims)};
+      KdTree tree(int(s.dims), cloud, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+#pragma omp parallel for schedule(dynamic, 256)
+      for (int64_t q = 0; q < count; ++q) {
+        const size_t out = size_t((first + q) * s.k);
+        tree.knnSearch(&cloud.points[q * s.dims], size_t(s.k), &indices[out], &distances[out]);
+      }
+    }
+    benchmark::DoNotOptimize(indices.data());
+  }
+  set_queries_per_second(state, s.n);
+  state.counters["threads"] = omp_get_max_threads();
+}
+
+// Runs the sklearn peer once (REPEATS timings inside one python process) and replays its
+// timings as manual iteration times; skips when python or sklearn is missing.
+void knn_sklearn(benchmark::State& state) {
+  const Shape s = shape_of(state);
+  const auto points = uniform_points(s);
+  char path[] = "/tmp/kaas_knn_bench_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0 || write(fd, points.data(), points.size() * sizeof(float)) !=
+                    ssize_t(points.size() * sizeof(float))) {
+    state.SkipWithError("cannot write the points file");
+    return;
+  }
+  close(fd);
+  const int repeats = 3;
+  const std::string command = std::string("/usr/bin/python3 ") + KAAS_BENCH_PEERS_DIR +
+                              "/sklearn_knn.py " + path + " " + std::to_string(s.n) + " " +
+                              std::to_string(s.dims) + " " + std::to_string(s.k) + " " +
+                              std::to_string(s.events) + " " + std::to_string(repeats) + " " +
+                              std::to_string(omp_get_max_threads());
+  std::string output;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    pclose(pipe);
+  }
+  unlink(path);
+  // {"seconds": [a, b, c], ...}
+  std::vector<double> seconds;
+  const size_t open = output.find('['), close_at = output.find(']');
+  if (open != std::string::npos && close_at != std::string::npos) {
+    const char* p = output.c_str() + open + 1;
+    char* end = nullptr;
+    for (double t = std::strtod(p, &end); end != p; t = std::strtod(p, &end)) {
+      seconds.push_back(t);
+      p = end;
+      while (*p == ',' || *p == ' ') ++p;
+    }
+  }
+  if (seconds.empty()) {
+    state.SkipWithError(("sklearn peer failed: " + command).c_str());
+    return;
+  }
+  size_t i = 0;
+  for (auto _ : state) state.SetIterationTime(seconds[i++ % seconds.size()]);
+  set_queries_per_second(state, s.n);
+  state.counters["threads"] = omp_get_max_threads();
+}
+
+void register_knn() {
+  // {N, D, K, events}: one event of 10k and 100k points, and 100k points as 10 events.
+  std::vector<std::vector<int64_t>> shapes;
+  for (int64_t n : {10'000, 100'000}) {
+    for (int64_t dims : {3, 4, 6}) {
+      for (int64_t k : {16, 64}) shapes.push_back({n, dims, k, 1});
+    }
+  }
+  shapes.push_back({100'000, 4, 16, 10});
+  auto with_shapes = [&](benchmark::internal::Benchmark* b, bool small_only) {
+    for (const auto& s : shapes) {
+      if (!small_only || s[0] <= 10'000) b->Args(s);
+    }
+    b->ArgNames({"n", "d", "k", "events"})->Unit(benchmark::kMillisecond);
+  };
+  for (const Backend* backend : compiled_backends()) {
+    if (!backend->available() || backend->id() == BackendId::kGpuEmu ||
+        (backend->id() != BackendId::kSerial && backend->id() != BackendId::kOpenmp)) {
+      continue;
+    }
+    const std::string name(backend->name());
+    with_shapes(benchmark::RegisterBenchmark(("knn/binned/" + name).c_str(), knn_kaas, backend,
+                                             KnnMethod::kBinned)
+                    ->UseRealTime(),
+                false);
+    // Brute force is O(N^2) per event: only the 10k shapes.
+    with_shapes(benchmark::RegisterBenchmark(("knn/brute_force/" + name).c_str(), knn_kaas, backend,
+                                             KnnMethod::kBruteForce)
+                    ->UseRealTime(),
+                true);
+  }
+  with_shapes(
+      benchmark::RegisterBenchmark("knn/peer_nanoflann_kdtree_omp", knn_nanoflann)->UseRealTime(),
+      false);
+  // One python process per shape: its repeats are the iterations.
+  with_shapes(benchmark::RegisterBenchmark("knn/peer_sklearn_kdtree", knn_sklearn)
+                  ->UseManualTime()
+                  ->Iterations(3),
+              false);
+}
+
+KAAS_BENCHMARKS(register_knn);
+
+}  // namespace
+}  // namespace kaas::bench

@@ -1,0 +1,251 @@
+#include "kernels/knn.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/buffer.h"
+#include "kernels/detail/checks.h"
+#include "kernels/scan.h"
+
+namespace kaas {
+
+namespace {
+
+constexpr const char* kKernel = "knn";
+
+// Target points per cell of the binned grid: small cells keep the searched box tight, large
+// ones cut the per-cell overhead. On the CPU (bench_knn, N = 100k, D = 4..6, K = 16..64) times
+// varied by < 20% between K/8 and 2K points per cell.
+double points_per_cell(int k) {
+  return std::max(2.0, k / 4.0);
+}
+
+void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,
+                     View2<int32_t> indices, View2<float> distances, KnnMethod method,
+                     const LaunchConfig& config) {
+  detail::check_view(points, kKernel, "points");
+  detail::check_view(row_splits, kKernel, "row_splits");
+  detail::check_view(indices, kKernel, "indices");
+  detail::check_view(distances, kKernel, "distances");
+  require(method == KnnMethod::kAuto || method == KnnMethod::kBruteForce ||
+              method == KnnMethod::kBinned,
+          kKernel, "method", "kAuto, kBruteForce or kBinned",
+          std::to_string(static_cast<int>(method)));
+  require(k >= 1 && k <= kKnnMaxK, kKernel, "k", "1.." + std::to_string(kKnnMaxK),
+          std::to_string(k));
+  const int64_t n = points.extent[0], dims = points.extent[1];
+  require(dims >= 1 && dims <= kKnnMaxDims, kKernel, "points extent[1] (D)",
+          "1.." + std::to_string(kKnnMaxDims), std::to_string(dims));
+  require(n <= INT32_MAX - 1, kKernel, "points extent[0] (N)", "<= 2147483646 (int32 indices)",
+          std::to_string(n));
+  detail::check_same_extent(n, indices.extent[0], kKernel, "indices extent[0] (N of points)");
+  detail::check_same_extent(k, indices.extent[1], kKernel, "indices extent[1] (k)");
+  detail::check_same_extent(n, distances.extent[0], kKernel, "distances extent[0] (N of points)");
+  detail::check_same_extent(k, distances.extent[1], kKernel, "distances extent[1] (k)");
+  require(row_splits.extent[0] >= 1, kKernel, "row_splits extent[0] (E + 1)", ">= 1",
+          std::to_string(row_splits.extent[0]));
+  require(row_splits.extent[0] == 1 || row_splits.stride[0] == 1, kKernel, "row_splits stride", "1",
+          std::to_string(row_splits.stride[0]));
+  detail::check_config(config, kKernel);
+}
+
+// Copies row_splits to the host (synchronising the queue) and checks its values.
+std::vector<int64_t> read_row_splits(const Queue& queue, View1<const int64_t> row_splits,
+                                     int64_t n) {
+  std::vector<int64_t> splits(static_cast<size_t>(row_splits.extent[0]));
+  queue.backend().copy(splits.data(), row_splits.data, splits.size() * sizeof(int64_t),
+                       CopyKind::kDeviceToHost, queue.native_stream());
+  queue.wait();
+  require(splits[0] == 0, kKernel, "row_splits[0]", "0", std::to_string(splits[0]));
+  for (size_t e = 1; e < splits.size(); ++e) {
+    if (splits[e] >= splits[e - 1]) continue;
+    require(false, kKernel, "row_splits[" + std::to_string(e) + "]",
+            ">= row_splits[" + std::to_string(e - 1) + "] = " + std::to_string(splits[e - 1]),
+            std::to_string(splits[e]));
+  }
+  const size_t last = splits.size() - 1;
+  require(splits[last] == n, kKernel, "row_splits[" + std::to_string(last) + "] (last)",
+          std::to_string(n) + " (N)", std::to_string(splits[last]));
+  return splits;
+}
+
+// Runs the check kernel and reads its result (synchronising the queue); throws on a non-finite
+// coordinate. Returns the per-dimension bounds: [min_0..min_{D-1}, max_0..max_{D-1}].
+std::vector<float> check_finite(const Queue& queue, View2<const float> points) {
+  const int64_t n = points.extent[0], dims = points.extent[1];
+  const std::vector<int32_t> none = {static_cast<int32_t>(n)};
+  std::vector<float> bounds(static_cast<size_t>(2 * dims), INFINITY);
+  std::fill(bounds.begin() + dims, bounds.end(), -INFINITY);
+  auto first_bad = make_device_buffer<int32_t>(queue, 1);
+  auto device_bounds = make_device_buffer<float>(queue, bounds.size());
+  copy_to_device(queue, std::span<const int32_t>(none), first_bad);
+  copy_to_device(queue, std::span<const float>(bounds), device_bounds);
+  [&] {
+    KAAS_DISPATCH(queue, knn_check_launch, queue, points, first_bad.view(), device_bounds.view());
+  }();
+  int32_t bad = 0;
+  copy_to_host(queue, first_bad, std::span<int32_t>(&bad, 1));
+  copy_to_host(queue, device_bounds, std::span<float>(bounds));
+  queue.wait();
+  if (bad < n) {
+    // Error path only: fetch the offending row to name the coordinate and its value.
+    for (int64_t d = 0; d < dims; ++d) {
+      float value = 0;
+      queue.backend().copy(&value, &points(bad, d), sizeof(float), CopyKind::kDeviceToHost,
+                           queue.native_stream());
+      queue.wait();
+      if (std::isfinite(value)) continue;
+      require(false, kKernel, "points(" + std::to_string(bad) + ", " + std::to_string(d) + ")",
+              "a finite coordinate",
+              std::isnan(value) ? "nan"
+              : value > 0       ? "inf"
+                                : "-inf");
+    }
+  }
+  return bounds;
+}
+
+void launch_brute_force(const Queue& queue, View2<const float> points,
+                        View1<const int64_t> row_splits, const std::vector<int64_t>& splits, int k,
+                        View2<int32_t> indices, View2<float> distances,
+                        const LaunchConfig& config) {
+  const int size = config.group_size > 0 ? config.group_size : 128;
+  // (event, first query) of every block of `size` queries; empty events have none.
+  std::vector<int64_t> blocks;
+  for (size_t e = 0; e + 1 < splits.size(); ++e) {
+    for (int64_t q = splits[e]; q < splits[e + 1]; q += size) {
+      blocks.push_back(static_cast<int64_t>(e));
+      blocks.push_back(q);
+    }
+  }
+  if (blocks.empty()) return;
+  auto device_blocks = make_device_buffer<int64_t>(queue, blocks.size());
+  copy_to_device(queue, std::span<const int64_t>(blocks), device_blocks);
+  const View2<const int64_t> block_view =
+      make_view<2>(static_cast<const int64_t*>(device_blocks.data()),
+                   {static_cast<int64_t>(blocks.size() / 2), int64_t(2)});
+  [&] {
+    KAAS_DISPATCH(queue, knn_brute_force_launch, queue, points, row_splits, block_view, k, indices,
+                  distances, size);
+  }();
+  queue.wait();  // the block table is freed on return
+}
+
+// Cubic cells on the first min(3, D) coordinates, about points_per_cell(k) points per cell
+// for an event of average size spread over the bounding box of all events.
+detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_t n, int64_t events,
+                          int64_t nonempty_events, int k) {
+  detail::KnnGrid grid{};
+  grid.dims = static_cast<int>(dims);
+  grid.binned_dims = static_cast<int>(std::min<int64_t>(3, dims));
+  double extent[3] = {0, 0, 0}, volume = 1, max_extent = 0, max_abs = 0;
+  int spread_dims = 0;
+  for (int b = 0; b < grid.binned_dims; ++b) {
+    extent[b] = double(bounds[dims + b]) - double(bounds[b]);
+    max_extent = std::max(max_extent, extent[b]);
+    max_abs = std::max({max_abs, std::abs(double(bounds[b])), std::abs(double(bounds[dims + b]))});
+  }
+  for (int b = 0; b < grid.binned_dims; ++b) {
+    if (extent[b] > 1e-6 * max_extent) {
+      volume *= extent[b];
+      ++spread_dims;
+    }
+  }
+  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
+  const double target_cells = std::max(1.0, per_event / points_per_cell(k));
+  // Total cells stay within int32 and within a few per point.
+  const double max_cells =
+      std::min(double(INT32_MAX / 2), 4.0 * double(n) + double(events)) / double(events);
+  double width = spread_dims > 0 ? std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
+  if (!(width > 0)) width = 1.0;
+  for (;;) {
+    double cells = 1;
+    for (int b = 0; b < 3; ++b) {
+      const double bins = b < grid.binned_dims ? std::floor(extent[b] / width) + 1 : 1;
+      grid.bins[b] = static_cast<int32_t>(std::min(bins, double(INT32_MAX / 2)));
+      cells *= grid.bins[b];
+    }
+    if (cells <= std::max(1.0, max_cells)) {
+      grid.event_cells = static_cast<int64_t>(cells);
+      break;
+    }
+    width *= 1.25;
+  }
+  grid.width = static_cast<float>(width);
+  grid.inv_width = static_cast<float>(1.0 / width);
+  for (int b = 0; b < 3; ++b) grid.origin[b] = b < grid.binned_dims ? bounds[b] : 0.0f;
+  // Cell assignment rounds (x - origin) * inv_width; the stopping rule subtracts this slack
+  // (a few ulps of the coordinates' magnitude, plus 0.1% of a cell) from its distance bound.
+  grid.margin = static_cast<float>(4.0 * FLT_EPSILON * (max_abs + max_extent) + 1e-3 * width);
+  return grid;
+}
+
+void launch_binned(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits,
+                   const std::vector<int64_t>& splits, const std::vector<float>& bounds, int k,
+                   View2<int32_t> indices, View2<float> distances, const LaunchConfig& config) {
+  const int64_t n = points.extent[0], dims = points.extent[1];
+  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
+  int64_t nonempty = 0;
+  for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
+  const detail::KnnGrid grid = make_grid(bounds, dims, n, events, nonempty, k);
+  const int64_t cells = events * grid.event_cells;
+
+  auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
+  auto slot = make_device_buffer<int32_t>(queue, size_t(n));
+  auto starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
+  const LaunchConfig scan_config{config.group_size, 0};
+  auto scan_workspace = make_device_buffer<int32_t>(
+      queue, size_t(exclusive_scan_workspace_size(queue, cells + 1, scan_config)));
+  auto sorted_points = make_device_buffer<float>(queue, size_t(n * dims));
+  auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
+
+  [&] {
+    KAAS_DISPATCH(queue, knn_bin_count_launch, queue, points, row_splits, grid, cell_of.view(),
+                  slot.view(), starts.view());
+  }();
+  // counts -> cell starts, in place; starts[cells] = N.
+  exclusive_scan<int32_t>(queue, starts.view(), starts.view(), scan_workspace.view(), scan_config);
+  [&] {
+    KAAS_DISPATCH(queue, knn_bin_scatter_launch, queue, points, cell_of.view(), slot.view(),
+                  starts.view(), sorted_points.view(), sorted_index.view());
+  }();
+  [&] {
+    KAAS_DISPATCH(queue, knn_binned_search_launch, queue, grid, sorted_points.view(),
+                  sorted_index.view(), cell_of.view(), starts.view(), k, indices, distances,
+                  config.group_size);
+  }();
+  queue.wait();  // the workspaces are freed on return
+}
+
+}  // namespace
+
+KnnMethod knn_auto_method(int64_t dims, int64_t largest_event) {
+  return dims <= 8 && largest_event > 256 ? KnnMethod::kBinned : KnnMethod::kBruteForce;
+}
+
+void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits, int k,
+         View2<int32_t> indices, View2<float> distances, KnnMethod method, LaunchConfig config) {
+  check_arguments(points, row_splits, k, indices, distances, method, config);
+  const int64_t n = points.extent[0];
+  const std::vector<int64_t> splits = read_row_splits(queue, row_splits, n);
+  if (n == 0) return;
+  const std::vector<float> bounds = check_finite(queue, points);
+  if (method == KnnMethod::kAuto) {
+    int64_t largest = 0;
+    for (size_t e = 0; e + 1 < splits.size(); ++e) {
+      largest = std::max(largest, splits[e + 1] - splits[e]);
+    }
+    method = knn_auto_method(points.extent[1], largest);
+  }
+  if (method == KnnMethod::kBruteForce) {
+    launch_brute_force(queue, points, row_splits, splits, k, indices, distances, config);
+  } else {
+    launch_binned(queue, points, row_splits, splits, bounds, k, indices, distances, config);
+  }
+}
+
+}  // namespace kaas

@@ -1,0 +1,93 @@
+#pragma once
+// Exact k nearest neighbours by squared L2 distance for ragged batches of events.
+//
+// points [N, D] (D <= 16) hold the events one after another; row_splits [E+1] (row_splits[0] =
+// 0, non-decreasing, row_splits[E] = N) delimit them, and a query only sees the points of its
+// own event. Every point is a query. Output rows, for query q:
+//   slot 0:     q itself, distance 0 (even when other points of the event coincide with q);
+//   slots 1...: the other points of the event by increasing (squared distance, index), so equal
+//               distances are broken by the lower index;
+//   padding:    index -1 and distance +inf when the event has fewer than K points.
+// Squared distances are summed in float over d = 0..D-1 in order; both methods compute them
+// with the same expression, so on one backend they return identical rows.
+//
+// Methods:
+//   kBruteForce  one group per block of queries of one event; the event's points stream
+//                through group-shared memory tile by tile (any D).
+//   kBinned      a uniform grid of cubic cells on the first min(3, D) coordinates (HGCalML's
+//                binned_select_knn idea), with the event as the outer cell coordinate. The cell
+//                lists (CSR) are built on the device by counting, exclusive_scan and a scatter;
+//                each query then searches shell after shell of cells around its own cell and
+//                stops once no unsearched cell can hold a point closer than its current K-th.
+//   kAuto        kBinned for D <= 8 when the largest event has more than 256 points, else
+//                kBruteForce.
+// Each query keeps a bounded max-heap of its K-1 best candidates in its own output row.
+//
+// Validation synchronises the queue: row_splits (a small array) is copied to the host, and a
+// device kernel looks for a non-finite coordinate whose result is read back before anything
+// else runs. Workspaces are allocated per call and the call waits for the queue before it
+// returns, so results are ready on return on every backend.
+
+#include <cstdint>
+
+#include "backends/dispatch.h"
+#include "backends/launch_config.h"
+#include "backends/queue.h"
+#include "backends/view.h"
+
+namespace kaas {
+
+enum class KnnMethod { kAuto, kBruteForce, kBinned };
+
+inline constexpr int kKnnMaxK = 256;
+inline constexpr int kKnnMaxDims = 16;
+
+// indices [N, K] (int32) and distances [N, K] (squared L2, float) are overwritten entirely.
+// config.group_size applies to the search kernels (and the scan of the binned method).
+void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits, int k,
+         View2<int32_t> indices, View2<float> distances, KnnMethod method = KnnMethod::kAuto,
+         LaunchConfig config = {});
+
+// The method kAuto resolves to for these sizes.
+KnnMethod knn_auto_method(int64_t dims, int64_t largest_event);
+
+namespace detail {
+
+// The uniform grid of the binned method; the same value for every element of a launch.
+struct KnnGrid {
+  float origin[3];      // lower corner of the binned coordinates (over all events)
+  float width;          // edge of a cubic cell
+  float inv_width;      // 1 / width
+  float margin;         // slack for rounding in cell assignment, in coordinate units
+  int32_t bins[3];      // cells per binned dimension (1 for dimensions not binned)
+  int binned_dims;      // min(3, D)
+  int dims;             // D
+  int64_t event_cells;  // bins[0] * bins[1] * bins[2]
+};
+
+}  // namespace detail
+
+// Non-finite check and per-dimension bounds: first_bad[0] = min index of a point with a NaN or
+// inf coordinate (left untouched if none); bounds[d] = min, bounds[D + d] = max of column d.
+KAAS_DECLARE_LAUNCHER(void, knn_check_launch,
+                      (const Queue&, View2<const float>, View1<int32_t>, View1<float>))
+// Brute force; blocks [B, 2] = (event, first query) of each block of group_size queries.
+KAAS_DECLARE_LAUNCHER(void, knn_brute_force_launch,
+                      (const Queue&, View2<const float>, View1<const int64_t>, View2<const int64_t>,
+                       int, View2<int32_t>, View2<float>, int))
+// Binned: cell of every point and the per-cell counts (counts zeroed first), then
+// slot-in-cell via the counting atomics.
+KAAS_DECLARE_LAUNCHER(void, knn_bin_count_launch,
+                      (const Queue&, View2<const float>, View1<const int64_t>, detail::KnnGrid,
+                       View1<int32_t>, View1<int32_t>, View1<int32_t>))
+// Binned: scatter points into cell order (dense [N * D] coordinates + original indices).
+KAAS_DECLARE_LAUNCHER(void, knn_bin_scatter_launch,
+                      (const Queue&, View2<const float>, View1<const int32_t>, View1<const int32_t>,
+                       View1<const int32_t>, View1<float>, View1<int32_t>))
+// Binned: the shell-by-shell search of every query.
+KAAS_DECLARE_LAUNCHER(void, knn_binned_search_launch,
+                      (const Queue&, detail::KnnGrid, View1<const float>, View1<const int32_t>,
+                       View1<const int32_t>, View1<const int32_t>, int, View2<int32_t>,
+                       View2<float>, int))
+
+}  // namespace kaas

@@ -1,0 +1,367 @@
+#include "kernels/knn.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/support/backends_under_test.h"
+#include "tests/support/device_array.h"
+#include "tests/support/reference.h"
+
+namespace kaas::testing {
+namespace {
+
+class KnnTest : public ::testing::TestWithParam<const Backend*> {};
+
+const char* method_name(KnnMethod method) {
+  return method == KnnMethod::kBinned       ? "binned"
+         : method == KnnMethod::kBruteForce ? "brute"
+                                            : "auto";
+}
+
+// Points [N, D] row-major, one event after another as given by splits.
+struct PointSet {
+  int64_t dims = 0;
+  std::vector<float> coords;
+  std::vector<int64_t> splits = {0};
+  int64_t size() const { return int64_t(coords.size()) / dims; }
+};
+
+enum class Shape { kIntegerGrid, kDuplicates, kUniform, kClustered };
+
+PointSet make_points(Shape shape, int64_t dims, const std::vector<int64_t>& event_sizes,
+                     uint32_t seed) {
+  std::mt19937 rng(seed);
+  PointSet set;
+  set.dims = dims;
+  for (int64_t n : event_sizes) {
+    std::vector<float> centre(static_cast<size_t>(dims));
+    for (auto& c : centre) c = std::uniform_real_distribution<float>(-5, 5)(rng);
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t copy_of = int64_t(rng() % 4);  // duplicates: mostly copies of earlier points
+      const bool duplicate = shape == Shape::kDuplicates && p > 0 && copy_of != 0;
+      const size_t source =
+          duplicate ? set.coords.size() - size_t(dims) * size_t(1 + rng() % uint64_t(p)) : 0;
+      for (int64_t d = 0; d < dims; ++d) {
+        float x = 0;
+        switch (shape) {
+          case Shape::kIntegerGrid:  // a coarse grid: many exactly equal distances
+            x = float(std::uniform_int_distribution<int>(0, 5)(rng));
+            break;
+          case Shape::kDuplicates:
+            x = duplicate ? set.coords[source + size_t(d)]
+                          : float(std::uniform_int_distribution<int>(-50, 50)(rng));
+            break;
+          case Shape::kUniform:
+            x = std::uniform_real_distribution<float>(-1, 1)(rng);
+            break;
+          case Shape::kClustered:
+            x = centre[size_t(d)] +
+                std::normal_distribution<float>(0, 0.05f)(rng) * float(1 + (p % 3) * 10);
+            break;
+        }
+        set.coords.push_back(x);
+      }
+    }
+    set.splits.push_back(set.splits.back() + n);
+  }
+  return set;
+}
+
+struct KnnResult {
+  std::vector<int32_t> indices;
+  std::vector<float> distances;
+};
+
+KnnResult run_knn(const Queue& queue, const PointSet& set, int k, KnnMethod method,
+                  LaunchConfig config = {}) {
+  const int64_t n = set.size();
+  GuardedArray<float> points(queue, set.coords);
+  GuardedArray<int64_t> splits(queue, set.splits);
+  GuardedArray<int32_t> indices(queue, size_t(n * k));
+  GuardedArray<float> distances(queue, size_t(n * k));
+  knn(queue, make_view<2>(points.const_view().data, {n, set.dims}), splits.const_view(), k,
+      make_view<2>(indices.view().data, {n, int64_t(k)}),
+      make_view<2>(distances.view().data, {n, int64_t(k)}), method, config);
+  return {indices.read(), distances.read()};
+}
+
+// The contract of knn.h on the host, distances summed in float in the same order: self first,
+// then (distance, index), then -1 / +inf. Exact for integer-valued coordinates.
+KnnResult reference_knn(const PointSet& set, int k) {
+  const int64_t n = set.size(), dims = set.dims;
+  KnnResult ref{std::vector<int32_t>(size_t(n * k), -1),
+                std::vector<float>(size_t(n * k), std::numeric_limits<float>::infinity())};
+  for (size_t e = 0; e + 1 < set.splits.size(); ++e) {
+    for (int64_t q = set.splits[e]; q < set.splits[e + 1]; ++q) {
+      std::vector<std::pair<float, int32_t>> others;
+      for (int64_t j = set.splits[e]; j < set.splits[e + 1]; ++j) {
+        if (j == q) continue;
+        float sum = 0;
+        for (int64_t d = 0; d < dims; ++d) {
+          const float t = set.coords[size_t(j * dims + d)] - set.coords[size_t(q * dims + d)];
+          sum += t * t;
+        }
+        others.emplace_back(sum, int32_t(j));
+      }
+      std::sort(others.begin(), others.end());
+      ref.indices[size_t(q * k)] = int32_t(q);
+      ref.distances[size_t(q * k)] = 0;
+      for (size_t s = 0; s + 1 < size_t(k) && s < others.size(); ++s) {
+        ref.distances[size_t(q * k) + 1 + s] = others[s].first;
+        ref.indices[size_t(q * k) + 1 + s] = others[s].second;
+      }
+    }
+  }
+  return ref;
+}
+
+// Emulated-GPU hand-overs of one call: about three per query on the brute-force path (two
+// syncs per tile, one return) plus the fixed launches (check, fill, count, scatter at up to
+// 4 x 256 threads each, and the scan).
+int64_t knn_handoffs(int64_t n, int k) {
+  return 3 * n * (1 + n / 700) + 6 * 1024 + 8 * 1024 + int64_t(k);
+}
+
+void expect_same(const KnnResult& got, const KnnResult& want, const std::string& what) {
+  int64_t wrong = 0, first = -1;
+  for (size_t i = 0; i < want.indices.size(); ++i) {
+    const bool ok =
+        got.indices[i] == want.indices[i] && same_bits(got.distances[i], want.distances[i]);
+    if (!ok && wrong++ == 0) first = int64_t(i);
+  }
+  EXPECT_EQ(wrong, 0) << what << ": first difference at flat slot " << first << " (index "
+                      << (first >= 0 ? got.indices[size_t(first)] : 0) << " vs "
+                      << (first >= 0 ? want.indices[size_t(first)] : 0) << ", distance "
+                      << (first >= 0 ? got.distances[size_t(first)] : 0) << " vs "
+                      << (first >= 0 ? want.distances[size_t(first)] : 0) << ")";
+}
+
+// Event sizes around K: empty, single, K-1, K, K+1, and a few larger ones.
+std::vector<int64_t> event_sizes_around(int k, bool big) {
+  std::vector<int64_t> sizes = {0, 1, k - 1, k, k + 1, 0, 2, 37};
+  if (big) sizes.push_back(600);
+  return sizes;
+}
+
+TEST_P(KnnTest, IntegerPointsMatchReferenceExactly) {
+  Queue queue(*GetParam());
+  const bool emu = queue.backend().id() == BackendId::kGpuEmu;
+  int64_t skipped = 0;
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
+    for (int64_t dims : {1, 2, 3, 4, 6, 16}) {
+      for (int k : {1, 16, 64, 256}) {
+        for (Shape shape : {Shape::kIntegerGrid, Shape::kDuplicates}) {
+          const PointSet set = make_points(shape, dims, event_sizes_around(k, !emu),
+                                           uint32_t(dims * 1000 + k + int(shape)));
+          if (!affordable(queue.backend(), knn_handoffs(set.size(), k))) {
+            ++skipped;
+            continue;
+          }
+          const std::string what = std::string(method_name(method)) + " D=" + std::to_string(dims) +
+                                   " k=" + std::to_string(k) +
+                                   (shape == Shape::kDuplicates ? " duplicates" : " grid");
+          expect_same(run_knn(queue, set, k, method, {emu ? 32 : 0, 0}), reference_knn(set, k),
+                      what);
+        }
+      }
+    }
+  }
+  if (skipped > 0)
+    std::printf("[ emulator ] %lld configurations over budget not run\n", (long long)skipped);
+}
+
+TEST_P(KnnTest, DuplicatesOfTheQueryComeAfterItByIndex) {
+  Queue queue(*GetParam());
+  // One event: point 3 is the query; 0, 3, 5, 6 coincide, 1 is at distance 1.
+  PointSet set;
+  set.dims = 2;
+  set.coords = {1, 1, 2, 1, 9, 9, 1, 1, 7, 7, 1, 1, 1, 1};
+  set.splits = {0, 7};
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
+    const KnnResult got = run_knn(queue, set, 6, method);
+    const std::vector<int32_t> row3(got.indices.begin() + 18, got.indices.begin() + 24);
+    EXPECT_EQ(row3, (std::vector<int32_t>{3, 0, 5, 6, 1, 4})) << method_name(method);
+    const std::vector<float> dist3(got.distances.begin() + 18, got.distances.begin() + 24);
+    EXPECT_EQ(dist3, (std::vector<float>{0, 0, 0, 0, 1, 72})) << method_name(method);
+  }
+}
+
+TEST_P(KnnTest, SmallEventsArePaddedWithMinusOneAndInfinity) {
+  Queue queue(*GetParam());
+  PointSet set;
+  set.dims = 3;
+  set.coords = {0, 0, 0, 1, 0, 0, 5, 5, 5};
+  set.splits = {0, 0, 2, 2, 3};
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
+    const KnnResult got = run_knn(queue, set, 4, method);
+    const float inf = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(got.indices, (std::vector<int32_t>{0, 1, -1, -1, 1, 0, -1, -1, 2, -1, -1, -1}));
+    EXPECT_EQ(got.distances,
+              (std::vector<float>{0, 1, inf, inf, 0, 1, inf, inf, 0, inf, inf, inf}));
+  }
+}
+
+// Random and clustered float points: against a double-precision reference with a tolerance,
+// and the two methods against each other bit for bit (same distance expression, total order).
+TEST_P(KnnTest, FloatPointsMatchDoubleReference) {
+  Queue queue(*GetParam());
+  const bool emu = queue.backend().id() == BackendId::kGpuEmu;
+  for (Shape shape : {Shape::kUniform, Shape::kClustered}) {
+    for (int64_t dims : {3, 6}) {
+      for (int k : {16, 64}) {
+        const std::vector<int64_t> sizes =
+            emu ? std::vector<int64_t>{70, 0, 130} : std::vector<int64_t>{900, 0, 1, 2500, 65};
+        const PointSet set = make_points(shape, dims, sizes, uint32_t(77 + dims + k));
+        if (!affordable(queue.backend(), knn_handoffs(set.size(), k))) continue;
+        SCOPED_TRACE("D=" + std::to_string(dims) + " k=" + std::to_string(k) +
+                     (shape == Shape::kUniform ? " uniform" : " clustered"));
+        const LaunchConfig config{emu ? 32 : 0, 0};
+        const KnnResult brute = run_knn(queue, set, k, KnnMethod::kBruteForce, config);
+        const KnnResult binned = run_knn(queue, set, k, KnnMethod::kBinned, config);
+        expect_same(binned, brute, "binned vs brute force");
+        int64_t wrong = 0;
+        for (size_t e = 0; e + 1 < set.splits.size(); ++e) {
+          for (int64_t q = set.splits[e]; q < set.splits[e + 1]; ++q) {
+            std::vector<double> all;
+            for (int64_t j = set.splits[e]; j < set.splits[e + 1]; ++j) {
+              double sum = 0;
+              for (int64_t d = 0; d < dims; ++d) {
+                const double t = double(set.coords[size_t(j * dims + d)]) -
+                                 double(set.coords[size_t(q * dims + d)]);
+                sum += t * t;
+              }
+              if (j != q) all.push_back(sum);
+            }
+            std::sort(all.begin(), all.end());
+            for (int s = 1; s < k; ++s) {
+              const size_t slot = size_t(q * k + s);
+              const int32_t j = brute.indices[slot];
+              if (size_t(s - 1) >= all.size()) {
+                wrong += j != -1 || !std::isinf(brute.distances[slot]);
+                continue;
+              }
+              const double want = all[size_t(s - 1)];
+              const double tol = 8 * double(dims) * kFloatUnitRoundoff * (want + 1e-30);
+              wrong += j < set.splits[e] || j >= set.splits[e + 1] || j == q ||
+                       std::abs(brute.distances[slot] - want) > tol;
+            }
+          }
+        }
+        EXPECT_EQ(wrong, 0);
+      }
+    }
+  }
+}
+
+TEST_P(KnnTest, LargeEventBinnedMatchesBruteForce) {
+  Queue queue(*GetParam());
+  if (queue.backend().id() == BackendId::kGpuEmu) GTEST_SKIP() << "too slow on the emulator";
+  for (int64_t dims : {2, 4}) {
+    const PointSet set = make_points(Shape::kClustered, dims, {12000, 3000}, 5u);
+    expect_same(run_knn(queue, set, 32, KnnMethod::kBinned),
+                run_knn(queue, set, 32, KnnMethod::kBruteForce), "D=" + std::to_string(dims));
+  }
+}
+
+TEST_P(KnnTest, GroupSizesAndAutoGiveTheSameRows) {
+  Queue queue(*GetParam());
+  const PointSet set = make_points(Shape::kIntegerGrid, 3, {300, 5, 0, 40}, 9u);
+  const KnnResult want = reference_knn(set, 16);
+  for (int group_size : {1, 7, 32, 256}) {
+    if (!affordable(queue.backend(), knn_handoffs(set.size(), 16) * (group_size > 64 ? 4 : 1)))
+      continue;
+    for (KnnMethod method : {KnnMethod::kAuto, KnnMethod::kBruteForce, KnnMethod::kBinned}) {
+      expect_same(run_knn(queue, set, 16, method, {group_size, 0}), want,
+                  std::string(method_name(method)) + " group_size " + std::to_string(group_size));
+    }
+  }
+}
+
+TEST_P(KnnTest, EmptyInput) {
+  Queue queue(*GetParam());
+  PointSet set;
+  set.dims = 4;
+  for (const std::vector<int64_t>& splits : {std::vector<int64_t>{0}, {0, 0, 0}}) {
+    set.splits = splits;
+    EXPECT_TRUE(run_knn(queue, set, 8, KnnMethod::kBinned).indices.empty());
+  }
+}
+
+TEST(KnnAuto, PicksBinnedForLowDimensionalLargeEvents) {
+  EXPECT_EQ(knn_auto_method(3, 10000), KnnMethod::kBinned);
+  EXPECT_EQ(knn_auto_method(3, 100), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(16, 10000), KnnMethod::kBruteForce);
+}
+
+// Calls knn on n points of dims coordinates with the given splits and k (outputs sized to the
+// points unless told otherwise) and returns the error message ("" when accepted).
+std::string knn_error(const Queue& queue, std::vector<float> coords, int64_t dims,
+                      std::vector<int64_t> splits, int k, KnnMethod method = KnnMethod::kAuto,
+                      int64_t out_rows = -1, int64_t out_cols = -1) {
+  const int64_t n = dims > 0 ? int64_t(coords.size()) / dims : 0;
+  if (out_rows < 0) out_rows = n;
+  if (out_cols < 0) out_cols = k;
+  GuardedArray<float> points(queue, coords);
+  GuardedArray<int64_t> row_splits(queue, splits);
+  GuardedArray<int32_t> indices(queue, size_t(std::max<int64_t>(0, out_rows * out_cols)));
+  GuardedArray<float> distances(queue, size_t(std::max<int64_t>(0, out_rows * out_cols)));
+  try {
+    knn(queue, make_view<2>(points.const_view().data, {n, dims}), row_splits.const_view(), k,
+        make_view<2>(indices.view().data, {out_rows, out_cols}),
+        make_view<2>(distances.view().data, {out_rows, out_cols}), method);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    // Nothing was written: rejected before any launch.
+    for (int32_t v : indices.read()) EXPECT_TRUE(same_bits(v, poison_value<int32_t>()));
+    return e.what();
+  }
+  return "";
+}
+
+TEST_P(KnnTest, RejectsBadArguments) {
+  Queue queue(*GetParam());
+  const std::vector<float> four(12, 1.0f);  // 4 points x 3 coordinates
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 0), "knn: k: expected 1..256, received 0");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 257), "knn: k: expected 1..256, received 257");
+  EXPECT_EQ(knn_error(queue, std::vector<float>(17 * 2, 0.0f), 17, {0, 2}, 2),
+            "knn: points extent[1] (D): expected 1..16, received 17");
+  EXPECT_EQ(knn_error(queue, {}, 0, {0}, 2),
+            "knn: points extent[1] (D): expected 1..16, received 0");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2, KnnMethod::kAuto, 3),
+            "knn: indices extent[0] (N of points): expected 4, received 3");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2, KnnMethod::kAuto, 4, 3),
+            "knn: indices extent[1] (k): expected 2, received 3");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2, static_cast<KnnMethod>(7)),
+            "knn: method: expected kAuto, kBruteForce or kBinned, received 7");
+  EXPECT_EQ(knn_error(queue, four, 3, {}, 2),
+            "knn: row_splits extent[0] (E + 1): expected >= 1, received 0");
+  EXPECT_EQ(knn_error(queue, four, 3, {1, 4}, 2), "knn: row_splits[0]: expected 0, received 1");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 3, 2, 4}, 2),
+            "knn: row_splits[2]: expected >= row_splits[1] = 3, received 2");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 2, 3}, 2),
+            "knn: row_splits[2] (last): expected 4 (N), received 3");
+  std::vector<float> bad = four;
+  bad[7] = nan;
+  EXPECT_EQ(knn_error(queue, bad, 3, {0, 4}, 2),
+            "knn: points(2, 1): expected a finite coordinate, received nan");
+  bad[7] = 1;
+  bad[11] = -inf;
+  bad[3] = inf;
+  EXPECT_EQ(knn_error(queue, bad, 3, {0, 4}, 2, KnnMethod::kBinned),
+            "knn: points(1, 0): expected a finite coordinate, received inf");
+  EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2), "");
+}
+
+KAAS_INSTANTIATE_FOR_BACKENDS(KnnTest);
+
+}  // namespace
+}  // namespace kaas::testing
