@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/error.h"
@@ -145,6 +146,26 @@ void copy_device_to_device(const Queue& queue, const DeviceBuffer<T>& src,
   if (src.size() == 0) return;
   queue.backend().copy(dst.data(), src.data(), src.size() * sizeof(T), CopyKind::kDeviceToDevice,
                        queue.native_stream());
+}
+
+// Convenience for tests, tools and set-up code: a new device buffer holding `host`, and a whole
+// buffer read back (this one waits for the queue).
+template <class T>
+DeviceBuffer<T> to_device(const Queue& queue, std::span<const T> host) {
+  auto buffer = make_device_buffer<T>(queue, host.size());
+  copy_to_device(queue, host, buffer);
+  return buffer;
+}
+template <class T>
+DeviceBuffer<T> to_device(const Queue& queue, const std::vector<T>& host) {
+  return to_device(queue, std::span<const T>(host));
+}
+template <class T>
+std::vector<T> to_host(const Queue& queue, const DeviceBuffer<T>& buffer) {
+  std::vector<T> host(buffer.size());
+  copy_to_host(queue, buffer, std::span<T>(host));
+  queue.wait();
+  return host;
 }
 
 }  // namespace kaas

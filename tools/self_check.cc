@@ -24,21 +24,6 @@ std::string format_error(double error, double tolerance) {
   return text;
 }
 
-template <class T>
-DeviceBuffer<T> upload(const Queue& queue, const std::vector<T>& host) {
-  auto buffer = make_device_buffer<T>(queue, host.size());
-  copy_to_device(queue, std::span<const T>(host), buffer);
-  return buffer;
-}
-
-template <class T>
-std::vector<T> download(const Queue& queue, const DeviceBuffer<T>& buffer) {
-  std::vector<T> host(buffer.size());
-  copy_to_host(queue, buffer, std::span<T>(host));
-  queue.wait();
-  return host;
-}
-
 CheckResult run_check(const std::string& kernel, const std::function<CheckResult()>& body) {
   const auto start = std::chrono::steady_clock::now();
   CheckResult result;
@@ -67,9 +52,9 @@ std::vector<CheckResult> self_check(const Backend& backend) {
   for (auto& v : y) v = uniform(rng);
 
   results.push_back(run_check("axpy", [&] {
-    auto dx = upload(queue, x), dy = upload(queue, y);
+    auto dx = to_device(queue, x), dy = to_device(queue, y);
     axpy(queue, 0.5f, dx.view(), dy.view());
-    const auto out = download(queue, dy);
+    const auto out = to_host(queue, dy);
     double worst = 0;
     for (int64_t i = 0; i < n; ++i) {
       worst = std::max(worst, std::abs(out[i] - (0.5 * x[i] + y[i])));
@@ -80,11 +65,11 @@ std::vector<CheckResult> self_check(const Backend& backend) {
 
   results.push_back(run_check("reduce_rows (sum)", [&] {
     const int64_t rows = 97, cols = n / rows;
-    auto dx = upload(queue, x);
+    auto dx = to_device(queue, x);
     auto dout = make_device_buffer<float>(queue, rows);
     reduce_rows(queue, ReduceOp::kSum,
                 make_view<2>(static_cast<const float*>(dx.data()), {rows, cols}), dout.view());
-    const auto out = download(queue, dout);
+    const auto out = to_host(queue, dout);
     double worst = 0, tolerance = 0;
     for (int64_t r = 0; r < rows; ++r) {
       double sum = 0, magnitude = 0;
@@ -99,10 +84,10 @@ std::vector<CheckResult> self_check(const Backend& backend) {
   }));
 
   results.push_back(run_check("reduce_all (max)", [&] {
-    auto dx = upload(queue, x);
+    auto dx = to_device(queue, x);
     auto dout = make_device_buffer<float>(queue, 1);
     reduce_all(queue, ReduceOp::kMax, dx.view(), dout.view());
-    const auto out = download(queue, dout);
+    const auto out = to_host(queue, dout);
     const float expected = *std::max_element(x.begin(), x.end());
     return CheckResult{"", out[0] == expected, out[0] == expected ? "bit-exact" : "wrong maximum",
                        0};
@@ -112,10 +97,10 @@ std::vector<CheckResult> self_check(const Backend& backend) {
     std::vector<int64_t> counts(n);
     std::uniform_int_distribution<int64_t> count(0, 1000);
     for (auto& c : counts) c = count(rng);
-    auto dx = upload(queue, counts);
+    auto dx = to_device(queue, counts);
     auto dy = make_device_buffer<int64_t>(queue, n);
     exclusive_scan(queue, View1<const int64_t>(dx.view()), dy.view());
-    const auto out = download(queue, dy);
+    const auto out = to_host(queue, dy);
     int64_t running = 0, wrong = 0;
     for (int64_t i = 0; i < n; ++i) {
       wrong += out[i] != running;
@@ -132,12 +117,12 @@ std::vector<CheckResult> self_check(const Backend& backend) {
     for (auto& v : xs) v = float(small(rng));
     for (auto& v : ws) v = float(small(rng));
     for (auto& v : bs) v = float(small(rng));
-    auto dx = upload(queue, xs), dw = upload(queue, ws), db = upload(queue, bs);
+    auto dx = to_device(queue, xs), dw = to_device(queue, ws), db = to_device(queue, bs);
     auto dy = make_device_buffer<float>(queue, m * n);
     dense(queue, make_view<2>(static_cast<const float*>(dx.data()), {m, k}),
           make_view<2>(static_cast<const float*>(dw.data()), {k, n}), View1<const float>(db.view()),
           make_view<2>(dy.data(), {m, n}), {Activation::kRelu, 0});
-    const auto out = download(queue, dy);
+    const auto out = to_host(queue, dy);
     int64_t wrong = 0;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -154,12 +139,12 @@ std::vector<CheckResult> self_check(const Backend& backend) {
     const int64_t rows = 1000, classes = 3;
     std::vector<float> logits(rows * classes);
     for (auto& v : logits) v = 4.0f * uniform(rng);
-    auto dx = upload(queue, logits);
+    auto dx = to_device(queue, logits);
     auto dy = make_device_buffer<float>(queue, rows * classes);
     softmax(queue, SoftmaxKind::kSoftmax,
             make_view<3>(static_cast<const float*>(dx.data()), {rows, classes, 1}),
             make_view<3>(dy.data(), {rows, classes, 1}));
-    const auto out = download(queue, dy);
+    const auto out = to_host(queue, dy);
     double worst = 0;
     for (int64_t r = 0; r < rows; ++r) {
       double max = -1e30, sum = 0;
@@ -180,7 +165,7 @@ std::vector<CheckResult> self_check(const Backend& backend) {
     for (auto& v : input) v = float(small(rng));
     for (auto& v : weight) v = float(small(rng));
     for (auto& v : bias) v = float(small(rng));
-    auto di = upload(queue, input), dw = upload(queue, weight), db = upload(queue, bias);
+    auto di = to_device(queue, input), dw = to_device(queue, weight), db = to_device(queue, bias);
     auto dy = make_device_buffer<float>(queue, batch * out_size * out_size * channels);
     Conv2dParams params;
     params.layout = Layout::kNHWC;
@@ -189,7 +174,7 @@ std::vector<CheckResult> self_check(const Backend& backend) {
            make_view<4>(static_cast<const float*>(dw.data()), {channels, 1, 5, 5}),
            View1<const float>(db.view()),
            make_view<4>(dy.data(), {batch, out_size, out_size, channels}), params);
-    const auto out = download(queue, dy);
+    const auto out = to_host(queue, dy);
     int64_t wrong = 0;
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t oh = 0; oh < out_size; ++oh)
