@@ -123,6 +123,9 @@ void register_conv2d() {
     std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
     const bool cpu = backend->id() == BackendId::kSerial || backend->id() == BackendId::kOpenmp;
     if (cpu && conv2d_cpu_fast_isa_available()) impls.push_back(Conv2dImpl::kCpuFast);
+    if (cpu && conv2d_cpu_fast_avx512_isa_available()) {
+      impls.push_back(Conv2dImpl::kCpuFastAvx512);
+    }
     for (Conv2dImpl impl : impls) {
       with_batches(benchmark::RegisterBenchmark(
           ("conv2d_emtrk/" + name + "/" + std::string(to_string(impl))).c_str(), conv2d_kaas,

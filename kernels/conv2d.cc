@@ -58,8 +58,9 @@ void check_params(const Conv2dParams& p) {
           kKernel, "auto_pad", "kNotSet, kValid, kSameUpper or kSameLower",
           str(static_cast<int>(p.auto_pad)));
   require(p.impl == Conv2dImpl::kAuto || p.impl == Conv2dImpl::kPortable ||
-              p.impl == Conv2dImpl::kCpuFast,
-          kKernel, "impl", "kAuto, kPortable or kCpuFast", str(static_cast<int>(p.impl)));
+              p.impl == Conv2dImpl::kCpuFast || p.impl == Conv2dImpl::kCpuFastAvx512,
+          kKernel, "impl", "kAuto, kPortable, kCpuFast or kCpuFastAvx512",
+          str(static_cast<int>(p.impl)));
   const Activation act = p.epilogue.activation;
   require(act == Activation::kNone || act == Activation::kRelu || act == Activation::kLeakyRelu ||
               act == Activation::kSigmoid,
@@ -104,12 +105,12 @@ View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
   return r;
 }
 
+// Whether a CPU fast path (either ISA) can run these arguments; the ISA is checked by the caller.
 bool cpu_fast_applies(const Queue& queue, const View<const float, 4>& input,
                       const View<float, 4>& output, const Conv2dParams& params) {
   const BackendId id = queue.backend_id();
-  return (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
-         conv2d_cpu_fast_isa_available() && params.layout == Layout::kNHWC && params.groups == 1 &&
-         (input.extent[3] <= 1 || input.stride[3] == 1) &&
+  return (id == BackendId::kSerial || id == BackendId::kOpenmp) && params.layout == Layout::kNHWC &&
+         params.groups == 1 && (input.extent[3] <= 1 || input.stride[3] == 1) &&
          (output.extent[3] <= 1 || output.stride[3] == 1);
 }
 
@@ -139,20 +140,33 @@ Conv2dShape check_all(const Queue& queue, const View<const float, 4>& input,
 Conv2dImpl select(const Queue& queue, const View<const float, 4>& input,
                   const View<float, 4>& output, const Conv2dParams& params,
                   const Conv2dShape& shape) {
-  const bool fast = cpu_fast_applies(queue, input, output, params);
+  const bool applies = cpu_fast_applies(queue, input, output, params);
+  const bool avx2 = applies && conv2d_cpu_fast_isa_available();
+  const bool avx512 = applies && conv2d_cpu_fast_avx512_isa_available();
   switch (params.impl) {
     case Conv2dImpl::kPortable:
       return Conv2dImpl::kPortable;
     case Conv2dImpl::kCpuFast:
-      require(fast, kKernel, "impl",
+      require(avx2, kKernel, "impl",
               "kAuto or kPortable here (kCpuFast needs the serial or openmp backend, an AVX2+FMA "
               "CPU, NHWC, groups == 1 and channel-contiguous input and output)",
               "kCpuFast");
       return Conv2dImpl::kCpuFast;
+    case Conv2dImpl::kCpuFastAvx512:
+      require(avx512, kKernel, "impl",
+              "kAuto or kPortable here (kCpuFastAvx512 needs the serial or openmp backend, a CPU "
+              "with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and channel-contiguous input "
+              "and output)",
+              "kCpuFastAvx512");
+      return Conv2dImpl::kCpuFastAvx512;
     case Conv2dImpl::kAuto:
       break;
   }
-  return fast && shape.out_channels >= 8 ? Conv2dImpl::kCpuFast : Conv2dImpl::kPortable;
+  if (shape.out_channels >= 8) {
+    if (avx512) return Conv2dImpl::kCpuFastAvx512;
+    if (avx2) return Conv2dImpl::kCpuFast;
+  }
+  return Conv2dImpl::kPortable;
 }
 
 }  // namespace
@@ -164,6 +178,16 @@ bool conv2d_cpu_fast_isa_available() {
   return available;
 }
 
+bool conv2d_cpu_fast_avx512_isa_available() {
+  // CPUID through backends/cpu (cpu_features() also checks that the OS saves the zmm state).
+  static const bool available = [] {
+    const CpuFeatures& f = cpu_features();
+    return cpu_fast::conv2d_nhwc_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
+           f.avx512dq && f.fma;
+  }();
+  return available;
+}
+
 std::string_view to_string(Conv2dImpl impl) {
   switch (impl) {
     case Conv2dImpl::kAuto:
@@ -172,6 +196,8 @@ std::string_view to_string(Conv2dImpl impl) {
       return "portable";
     case Conv2dImpl::kCpuFast:
       return "cpu_fast";
+    case Conv2dImpl::kCpuFastAvx512:
+      return "cpu_fast_avx512";
   }
   return "unknown";
 }
@@ -254,7 +280,7 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
   const Conv2dImpl impl = select(queue, input, output, params, shape);
   if (output.size() == 0) return;
 
-  if (impl == Conv2dImpl::kCpuFast) {
+  if (impl == Conv2dImpl::kCpuFast || impl == Conv2dImpl::kCpuFastAvx512) {
     // CPU backends run launches synchronously on the calling thread, so calling the fast path
     // here keeps the queue's order.
     cpu_fast::Conv2dNhwcArgs a{};
@@ -287,7 +313,11 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
     a.pad_left = shape.pad_left;
     a.epilogue = params.epilogue;
     a.parallel = queue.backend_id() == BackendId::kOpenmp;
-    cpu_fast::conv2d_nhwc_avx2(a);
+    if (impl == Conv2dImpl::kCpuFastAvx512) {
+      cpu_fast::conv2d_nhwc_avx512(a);
+    } else {
+      cpu_fast::conv2d_nhwc_avx2(a);
+    }
     return;
   }
 

@@ -9,8 +9,12 @@
 //  - kCpuFast: an AVX2/FMA direct kernel for the serial and openmp backends
 //    (kernels/cpu/conv2d_cpu_fast.cc), for NHWC with groups == 1 and channel-contiguous
 //    input/output, on CPUs that have AVX2 and FMA.
-//  - kAuto picks kCpuFast where it applies and C_out >= 8 (where the benchmark shows it wins),
-//    kPortable otherwise.
+//  - kCpuFastAvx512: the same direct kernel with AVX-512 (16-lane vectors, 48 channels x 8
+//    pixels per block, non-temporal stores for large aligned outputs;
+//    kernels/cpu/conv2d_cpu_fast_avx512.cc), under the same conditions, on CPUs with
+//    AVX-512 F, BW, VL and DQ (and FMA).
+//  - kAuto picks the widest CPU fast path this CPU has (kCpuFastAvx512, else kCpuFast) where it
+//    applies and C_out >= 8 (where the benchmark shows it wins), kPortable otherwise.
 
 #include <cstdint>
 #include <string_view>
@@ -25,7 +29,7 @@ namespace kaas {
 
 enum class Layout { kNCHW, kNHWC };
 enum class AutoPad { kNotSet, kValid, kSameUpper, kSameLower };  // ONNX auto_pad
-enum class Conv2dImpl { kAuto, kPortable, kCpuFast };
+enum class Conv2dImpl { kAuto, kPortable, kCpuFast, kCpuFastAvx512 };
 
 struct Conv2dParams {
   Layout layout = Layout::kNCHW;  // of input and output; weight is always OIHW
@@ -57,14 +61,16 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
             View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
             LaunchConfig config = {});
 
-// The implementation conv2d() runs for these arguments (kPortable or kCpuFast; params.impl is
-// honoured when it applies). Throws like conv2d() for bad arguments, and for kCpuFast where
-// the fast path does not apply.
+// The implementation conv2d() runs for these arguments (kPortable, kCpuFast or kCpuFastAvx512;
+// params.impl is honoured when it applies). Throws like conv2d() for bad arguments, and for
+// kCpuFast / kCpuFastAvx512 where that fast path does not apply.
 Conv2dImpl conv2d_selected_impl(const Queue& queue, View<const float, 4> input,
                                 View<const float, 4> weight, View<float, 4> output,
                                 const Conv2dParams& params);
 // Whether this CPU has the instructions the CPU fast path needs (AVX2 and FMA).
 bool conv2d_cpu_fast_isa_available();
+// Whether this CPU has the instructions the AVX-512 fast path needs (AVX-512 F/BW/VL/DQ, FMA).
+bool conv2d_cpu_fast_avx512_isa_available();
 
 std::string_view to_string(Conv2dImpl impl);
 std::string_view to_string(Layout layout);

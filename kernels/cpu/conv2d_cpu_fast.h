@@ -1,8 +1,10 @@
 #pragma once
-// CPU fast path of conv2d (see kernels/conv2d.h): a direct NHWC kernel vectorised over output
-// channels with AVX2 + FMA. Plain C++ (+ OpenMP), compiled with -mavx2 -mfma in its own
-// translation unit and never by a GPU compiler; call it only when
-// conv2d_cpu_fast_isa_available() is true.
+// CPU fast paths of conv2d (see kernels/conv2d.h): direct NHWC kernels vectorised over output
+// channels, one with AVX2 + FMA (conv2d_cpu_fast.cc, compiled with -mavx2 -mfma) and one with
+// AVX-512 (conv2d_cpu_fast_avx512.cc, compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq
+// -mfma). Plain C++ (+ OpenMP), each in its own translation unit and never built by a GPU
+// compiler; call a variant only when conv2d_cpu_fast_isa_available() (AVX2) or
+// conv2d_cpu_fast_avx512_isa_available() (AVX-512) is true.
 
 #include <cstdint>
 
@@ -28,5 +30,9 @@ struct Conv2dNhwcArgs {
 // False where this file was built without AVX2/FMA (non-x86 targets).
 bool conv2d_nhwc_avx2_compiled();
 void conv2d_nhwc_avx2(const Conv2dNhwcArgs& args);
+
+// False where this file was built without AVX-512 (non-x86 targets).
+bool conv2d_nhwc_avx512_compiled();
+void conv2d_nhwc_avx512(const Conv2dNhwcArgs& args);
 
 }  // namespace kaas::cpu_fast

@@ -5,8 +5,10 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -156,18 +158,34 @@ double activate(const Epilogue& e, double v) {
   return v;
 }
 
-bool cpu_fast_applies(const Backend& backend, const Case& c) {
-  return (backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp) &&
-         conv2d_cpu_fast_isa_available() && c.params.layout == Layout::kNHWC &&
-         c.params.groups == 1;
+bool is_cpu_fast(Conv2dImpl impl) {
+  return impl == Conv2dImpl::kCpuFast || impl == Conv2dImpl::kCpuFastAvx512;
 }
 
-// The implementations to run `c` with on this backend: the portable kernel always, the CPU fast
-// path where it applies.
+// The CPU fast paths (both ISAs) that can run `c` on this backend and this CPU.
+std::vector<Conv2dImpl> cpu_fast_impls(const Backend& backend, const Case& c) {
+  std::vector<Conv2dImpl> impls;
+  if ((backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) ||
+      c.params.layout != Layout::kNHWC || c.params.groups != 1) {
+    return impls;
+  }
+  if (conv2d_cpu_fast_isa_available()) impls.push_back(Conv2dImpl::kCpuFast);
+  if (conv2d_cpu_fast_avx512_isa_available()) impls.push_back(Conv2dImpl::kCpuFastAvx512);
+  return impls;
+}
+
+// The implementations to run `c` with on this backend: the portable kernel always, every CPU
+// fast path (AVX2 and AVX-512) this CPU can run where it applies.
 std::vector<Conv2dImpl> impls_for(const Backend& backend, const Case& c) {
   std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
-  if (cpu_fast_applies(backend, c)) impls.push_back(Conv2dImpl::kCpuFast);
+  for (Conv2dImpl impl : cpu_fast_impls(backend, c)) impls.push_back(impl);
   return impls;
+}
+
+// What kAuto should choose for `c` (with C_out >= 8): the widest fast path, else portable.
+Conv2dImpl widest_impl(const Backend& backend, const Case& c) {
+  const std::vector<Conv2dImpl> fast = cpu_fast_impls(backend, c);
+  return fast.empty() ? Conv2dImpl::kPortable : fast.back();
 }
 
 // Mirrors the portable launcher's tiling: sync() hand-overs on the emulated GPU.
@@ -187,7 +205,8 @@ int64_t estimated_handoffs(const Case& c, const Conv2dShape& s, int group_size) 
 // Runs `c` with every implementation and group_size, comparing with both references.
 // `exact`: integer data, the results must equal the reference bit for bit.
 void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
-              const std::vector<int>& group_sizes, int64_t& skipped) {
+              const std::vector<int>& group_sizes, int64_t& skipped,
+              const std::vector<Conv2dImpl>& only = {}) {
   const Conv2dShape s = shape_of(c);
   std::vector<double> y, magnitude;
   reference_direct(c, s, d, y, magnitude);
@@ -201,9 +220,9 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
   input_extents(c, in);
   output_extents(c, s, out);
   const int64_t wext[4] = {c.out_channels, c.in_channels / c.params.groups, c.kernel_h, c.kernel_w};
-  for (Conv2dImpl impl : impls_for(queue.backend(), c)) {
+  for (Conv2dImpl impl : only.empty() ? impls_for(queue.backend(), c) : only) {
     for (int group_size : group_sizes) {
-      if (impl == Conv2dImpl::kCpuFast && group_size != group_sizes.front()) continue;
+      if (is_cpu_fast(impl) && group_size != group_sizes.front()) continue;
       if (impl == Conv2dImpl::kPortable &&
           !affordable(queue.backend(), estimated_handoffs(c, s, group_size ? group_size : 128))) {
         ++skipped;
@@ -327,8 +346,9 @@ TEST_P(Conv2dTest, IntegerInputsAreBitExact) {
                    skipped);
           if (HasFatalFailure()) return;
         }
-  // Wide channel counts through the fast path's 24-channel blocks and its masked tail.
-  for (int64_t cout : {8, 20, 24, 37, 48, 56}) {
+  // Wide channel counts through the fast paths' 24-channel (AVX2) and 48-channel (AVX-512)
+  // blocks, their narrower last blocks and masked tails.
+  for (int64_t cout : {8, 20, 24, 37, 48, 56, 64, 72, 80, 100}) {
     Case c{};
     c.batch = 2, c.in_channels = 3, c.in_h = 7, c.in_w = 13, c.out_channels = cout;
     c.kernel_h = 3, c.kernel_w = 3, c.bias = true;
@@ -376,8 +396,80 @@ TEST_P(Conv2dTest, EmTrkMichelIdShape) {
       queue, make_view<4>(static_cast<const float*>(dx.view().data), {2, 48, 48, 1}),
       make_view<4>(static_cast<const float*>(dw.view().data), {48, 1, 5, 5}),
       make_view<4>(dy.view().data, {2, s.out_h, s.out_w, 48}), c.params);
-  EXPECT_EQ(impl,
-            cpu_fast_applies(queue.backend(), c) ? Conv2dImpl::kCpuFast : Conv2dImpl::kPortable);
+  EXPECT_EQ(impl, widest_impl(queue.backend(), c));
+}
+
+TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
+  const Backend& backend = *GetParam();
+  if (backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) {
+    GTEST_SKIP() << "the CPU fast paths run on the serial and openmp backends only";
+  }
+  if (!conv2d_cpu_fast_avx512_isa_available()) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ (or the OS does not save the zmm "
+                    "state): kCpuFastAvx512 cannot run here; the AVX2 kCpuFast path is still "
+                    "tested";
+  }
+  Queue queue(backend);
+  Case c{};
+  c.in_channels = 1, c.in_h = 48, c.in_w = 48, c.out_channels = 48;
+  c.kernel_h = 5, c.kernel_w = 5, c.bias = true;
+  c.params.layout = Layout::kNHWC;
+  c.params.auto_pad = AutoPad::kValid;
+  c.params.epilogue.activation = Activation::kRelu;
+  const std::vector<Conv2dImpl> both = {Conv2dImpl::kCpuFast, Conv2dImpl::kCpuFastAvx512};
+  int64_t skipped = 0;
+  // Batch 0 (nothing written), 1, and 24: an 8.9 MB output, past the size from which the
+  // AVX-512 path writes with non-temporal stores.
+  for (int64_t batch : {0, 1, 24}) {
+    c.batch = batch;
+    run_case(queue, c, make_data(c, static_cast<uint32_t>(480 + batch), false), false, {0}, skipped,
+             both);
+    run_case(queue, c, make_data(c, static_cast<uint32_t>(490 + batch), true), true, {0}, skipped,
+             both);
+    if (HasFatalFailure()) return;
+  }
+  // The guarded arrays above are deliberately misaligned, so the streamed (non-temporal) stores
+  // are checked here on 64-byte aligned buffers: an 8.9 MB output, bit for bit equal to the
+  // AVX2 path's (both add the same products in the same order).
+  {
+    c.batch = 24;
+    const Data d = make_data(c, 510u, false);
+    const size_t ny = static_cast<size_t>(c.batch * 44 * 44 * 48);
+    auto x = make_device_buffer<float>(queue, d.x.size());
+    auto w = make_device_buffer<float>(queue, d.w.size());
+    auto b = make_device_buffer<float>(queue, d.b.size());
+    copy_to_device(queue, std::span<const float>(d.x), x);
+    copy_to_device(queue, std::span<const float>(d.w), w);
+    copy_to_device(queue, std::span<const float>(d.b), b);
+    const auto xv = make_view<4>(static_cast<const float*>(x.data()), {c.batch, 48, 48, 1});
+    const auto wv = make_view<4>(static_cast<const float*>(w.data()), {48, 1, 5, 5});
+    const auto bv = make_view(static_cast<const float*>(b.data()), 48);
+    std::vector<std::vector<float>> results;
+    for (Conv2dImpl impl : both) {
+      auto y = make_device_buffer<float>(queue, ny);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(y.data()) % 64, 0u);
+      Conv2dParams p = c.params;
+      p.impl = impl;
+      conv2d(queue, xv, wv, bv, make_view<4>(y.data(), {c.batch, 44, 44, 48}), p);
+      queue.wait();
+      results.emplace_back(ny);
+      copy_to_host(queue, y, std::span<float>(results.back()));
+    }
+    for (size_t i = 0; i < ny; ++i) {
+      ASSERT_TRUE(same_bits(results[0][i], results[1][i]))
+          << "output " << i << ": " << results[0][i] << " vs " << results[1][i];
+    }
+  }
+  // Leaky ReLU and sigmoid epilogues without bias on the same shape.
+  c.batch = 2, c.bias = false;
+  for (Activation act : {Activation::kNone, Activation::kLeakyRelu, Activation::kSigmoid}) {
+    c.params.epilogue.activation = act;
+    c.params.epilogue.alpha = 0.25f;
+    run_case(queue, c, make_data(c, 500u + static_cast<uint32_t>(act), false), false, {0}, skipped,
+             both);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(skipped, 0);
 }
 
 TEST(Conv2dShapeTest, OnnxPaddingRules) {
@@ -554,6 +646,16 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
       "conv2d: impl: expected kAuto or kPortable here (kCpuFast needs the serial or openmp "
       "backend, an AVX2+FMA CPU, NHWC, groups == 1 and channel-contiguous input and output), "
       "received kCpuFast");
+  expect_error(
+      [&] {
+        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
+               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kCpuFastAvx512; }));
+      },
+      "conv2d: impl: expected kAuto or kPortable here (kCpuFastAvx512 needs the serial or "
+      "openmp backend, a CPU with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and "
+      "channel-contiguous input and output), received kCpuFastAvx512");
+  expect_error(call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
+               "conv2d: impl: expected kAuto, kPortable, kCpuFast or kCpuFastAvx512, received 9");
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok, {-1, 0});

@@ -1,0 +1,350 @@
+// conv2d CPU fast path, AVX-512 variant: direct NHWC convolution vectorised over output channels
+// with 16-lane zmm vectors (this file alone is compiled with -mavx512f -mavx512bw -mavx512vl
+// -mavx512dq -mfma; callers check the CPU first).
+//
+// Weights are repacked once per call to [(kh, kw, ci)][C_out rounded up to 16], zero padded, so
+// one output pixel's channels are whole 16-lane vectors. Each output row (n, oh) is walked in
+// blocks of up to 3 channel vectors (48 channels) x 8 output pixels: 24 accumulators, 3 weight
+// vectors and one broadcast input value use 28 of the 32 zmm registers, 11 loads feed 24 FMAs.
+// The accumulators are named variables (GCC keeps them in registers; an array would live on the
+// stack). Channel tails use masked stores; pixels whose window is clipped by the padding take a
+// checked one-pixel path. Large outputs whose pixels are 64-byte aligned are written with
+// non-temporal stores, which skip the read-for-ownership of lines that are overwritten whole.
+//
+// No standard-library templates are instantiated here: their out-of-line copies are shared
+// (COMDAT) with other translation units, and an AVX-512 copy must never be the one they call.
+
+#include "kernels/cpu/conv2d_cpu_fast.h"
+
+#include "backends/error.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include <cstdint>
+#include <new>
+
+namespace kaas::cpu_fast {
+
+bool conv2d_nhwc_avx512_compiled() {
+  return true;
+}
+
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kMaxVectors = 3;  // channel vectors per block
+constexpr int kPixels = 8;      // output pixels per interior block
+// Outputs of at least this many bytes are streamed (non-temporal) when aligned: well past the
+// L2 of a core, where regular stores would first read each line back from memory.
+constexpr int64_t kStreamBytes = int64_t{8} << 20;
+
+int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+struct Plan {
+  const Conv2dNhwcArgs* a;
+  const float* packed;  // [(kh * KW + kw) * C_in + ci][cpad]
+  const float* bias;    // [cpad]
+  int64_t cpad;
+  bool stream;  // full vectors go out with non-temporal stores (their addresses are aligned)
+};
+
+// 64-byte aligned float storage, zero filled.
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(int64_t n)
+      : data_(static_cast<float*>(::operator new[](static_cast<size_t>(max64(n, 1)) * sizeof(float),
+                                                   std::align_val_t{64}))) {
+    for (int64_t i = 0; i < n; ++i) data_[i] = 0.0f;
+  }
+  ~AlignedFloats() { ::operator delete[](data_, std::align_val_t{64}); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  float* data_;
+};
+
+[[gnu::always_inline]] inline __m512 activate(__m512 v, const Epilogue& e) {
+  switch (e.activation) {
+    case Activation::kRelu:
+      // NaN and -0 give +0, as apply(). The zero-masked form: GCC 12 warns that the unmasked
+      // one's undefined pass-through value "may be used uninitialized".
+      return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), v, _mm512_setzero_ps());
+    case Activation::kLeakyRelu: {
+      const __mmask16 keep = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+      return _mm512_mask_blend_ps(keep, _mm512_mul_ps(v, _mm512_set1_ps(e.alpha)), v);
+    }
+    case Activation::kSigmoid: {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, v);
+      for (float& x : lanes) x = apply(e, x);
+      return _mm512_load_ps(lanes);
+    }
+    case Activation::kNone:
+      break;
+  }
+  return v;
+}
+
+// Stores the first `lanes` channels of v (all 16 when lanes >= 16).
+[[gnu::always_inline]] inline void store(const Plan& plan, float* dst, __m512 v, int64_t lanes) {
+  v = activate(v, plan.a->epilogue);
+  if (lanes >= kLanes) {
+    if (plan.stream) {
+      _mm512_stream_ps(dst, v);
+    } else {
+      _mm512_storeu_ps(dst, v);
+    }
+  } else if (lanes > 0) {
+    _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << lanes) - 1u), v);
+  }
+}
+
+// The V channel vectors of one output pixel at `dst` (channel c0 of the block).
+template <int V>
+[[gnu::always_inline]] inline void store_pixel(const Plan& plan, float* dst, int64_t left,
+                                               __m512 v0, __m512 v1, __m512 v2) {
+  store(plan, dst, v0, left);
+  if constexpr (V > 1) store(plan, dst + kLanes, v1, left - kLanes);
+  if constexpr (V > 2) store(plan, dst + 2 * kLanes, v2, left - 2 * kLanes);
+}
+
+template <int V>
+[[gnu::always_inline]] inline void fma_pixel(__m512 x, __m512 w0, __m512 w1, __m512 w2, __m512& a0,
+                                             __m512& a1, __m512& a2) {
+  a0 = _mm512_fmadd_ps(w0, x, a0);
+  if constexpr (V > 1) a1 = _mm512_fmadd_ps(w1, x, a1);
+  if constexpr (V > 2) a2 = _mm512_fmadd_ps(w2, x, a2);
+}
+
+template <int V>
+[[gnu::always_inline]] inline void load_weights(const float* w, __m512& w0, __m512& w1,
+                                                __m512& w2) {
+  w0 = _mm512_loadu_ps(w);
+  if constexpr (V > 1) w1 = _mm512_loadu_ps(w + kLanes);
+  if constexpr (V > 2) w2 = _mm512_loadu_ps(w + 2 * kLanes);
+}
+
+// P (1..8) output pixels starting at `ow` whose windows lie inside the input along w; kh in
+// [kh0, kh1) is valid along h. `c0` is the first channel of the block of V (1..3) vectors.
+template <int V, int P>
+[[gnu::noinline]] void interior(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
+                                int64_t kh1, int64_t ow, int64_t c0, float* out_row) {
+  static_assert(V >= 1 && V <= kMaxVectors && P >= 1 && P <= kPixels);
+  const Conv2dNhwcArgs& a = *plan.a;
+  __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
+  load_weights<V>(plan.bias + c0, b0, b1, b2);
+  __m512 a00 = b0, a01 = b1, a02 = b2, a10 = b0, a11 = b1, a12 = b2, a20 = b0, a21 = b1, a22 = b2,
+         a30 = b0, a31 = b1, a32 = b2, a40 = b0, a41 = b1, a42 = b2, a50 = b0, a51 = b1, a52 = b2,
+         a60 = b0, a61 = b1, a62 = b2, a70 = b0, a71 = b1, a72 = b2;
+  const int64_t cin = a.in_channels, cpad = plan.cpad;
+  const int64_t step = a.stride_w * a.in_stride_w;
+  const int64_t iw0 = ow * a.stride_w - a.pad_left;
+  // With dilation_w == 1 and dense pixels, one kernel row's (kw, ci) inputs are contiguous, as
+  // are its packed weights: a single loop of kernel_w * C_in steps.
+  const bool dense = a.dilation_w == 1 && a.in_stride_w == cin;
+  const int64_t run = dense ? a.kernel_w * cin : cin;
+  const int64_t kw_n = dense ? 1 : a.kernel_w;
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
+    for (int64_t kw = 0; kw < kw_n; ++kw) {
+      const float* ip = row + (iw0 + kw * a.dilation_w) * a.in_stride_w;
+      const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
+      for (int64_t j = 0; j < run; ++j) {
+        __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
+        load_weights<V>(wk + j * cpad, w0, w1, w2);
+        const float* x = ip + j;
+        fma_pixel<V>(_mm512_set1_ps(x[0]), w0, w1, w2, a00, a01, a02);
+        if constexpr (P > 1) fma_pixel<V>(_mm512_set1_ps(x[step]), w0, w1, w2, a10, a11, a12);
+        if constexpr (P > 2) fma_pixel<V>(_mm512_set1_ps(x[2 * step]), w0, w1, w2, a20, a21, a22);
+        if constexpr (P > 3) fma_pixel<V>(_mm512_set1_ps(x[3 * step]), w0, w1, w2, a30, a31, a32);
+        if constexpr (P > 4) fma_pixel<V>(_mm512_set1_ps(x[4 * step]), w0, w1, w2, a40, a41, a42);
+        if constexpr (P > 5) fma_pixel<V>(_mm512_set1_ps(x[5 * step]), w0, w1, w2, a50, a51, a52);
+        if constexpr (P > 6) fma_pixel<V>(_mm512_set1_ps(x[6 * step]), w0, w1, w2, a60, a61, a62);
+        if constexpr (P > 7) fma_pixel<V>(_mm512_set1_ps(x[7 * step]), w0, w1, w2, a70, a71, a72);
+      }
+    }
+  }
+  const int64_t left = a.out_channels - c0, ostep = a.out_stride_w;
+  float* dst = out_row + ow * ostep + c0;
+  store_pixel<V>(plan, dst, left, a00, a01, a02);
+  if constexpr (P > 1) store_pixel<V>(plan, dst + ostep, left, a10, a11, a12);
+  if constexpr (P > 2) store_pixel<V>(plan, dst + 2 * ostep, left, a20, a21, a22);
+  if constexpr (P > 3) store_pixel<V>(plan, dst + 3 * ostep, left, a30, a31, a32);
+  if constexpr (P > 4) store_pixel<V>(plan, dst + 4 * ostep, left, a40, a41, a42);
+  if constexpr (P > 5) store_pixel<V>(plan, dst + 5 * ostep, left, a50, a51, a52);
+  if constexpr (P > 6) store_pixel<V>(plan, dst + 6 * ostep, left, a60, a61, a62);
+  if constexpr (P > 7) store_pixel<V>(plan, dst + 7 * ostep, left, a70, a71, a72);
+}
+
+// One output pixel whose window may be clipped along w.
+template <int V>
+[[gnu::noinline]] void border(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
+                              int64_t kh1, int64_t ow, int64_t c0, float* out_row) {
+  const Conv2dNhwcArgs& a = *plan.a;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
+  load_weights<V>(plan.bias + c0, a0, a1, a2);
+  const int64_t cin = a.in_channels, cpad = plan.cpad;
+  const int64_t iw0 = ow * a.stride_w - a.pad_left;
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
+    for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
+      const int64_t iw = iw0 + kw * a.dilation_w;
+      if (iw < 0 || iw >= a.in_w) continue;
+      const float* ip = row + iw * a.in_stride_w;
+      const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
+        load_weights<V>(wk + ci * cpad, w0, w1, w2);
+        fma_pixel<V>(_mm512_set1_ps(ip[ci]), w0, w1, w2, a0, a1, a2);
+      }
+    }
+  }
+  store_pixel<V>(plan, out_row + ow * a.out_stride_w + c0, a.out_channels - c0, a0, a1, a2);
+}
+
+template <int V>
+void channel_block(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int64_t kh1,
+                   int64_t ow_lo, int64_t ow_hi, int64_t c0, float* out_row) {
+  const int64_t ow_n = plan.a->out_w;
+  int64_t ow = 0;
+  for (; ow < ow_lo; ++ow) border<V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+  for (; ow + kPixels <= ow_hi; ow += kPixels) {
+    interior<V, kPixels>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+  }
+  if (ow + 4 <= ow_hi) {
+    interior<V, 4>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+    ow += 4;
+  }
+  switch (ow_hi - ow) {
+    case 3:
+      interior<V, 3>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      break;
+    case 2:
+      interior<V, 2>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      break;
+    case 1:
+      interior<V, 1>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      break;
+    default:
+      break;
+  }
+  for (ow = max64(ow, ow_hi); ow < ow_n; ++ow) {
+    border<V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+  }
+}
+
+void run_row(const Plan& plan, int64_t row, int64_t ow_lo, int64_t ow_hi) {
+  const Conv2dNhwcArgs& a = *plan.a;
+  const int64_t n = row / a.out_h, oh = row - n * a.out_h;
+  const int64_t ih0 = oh * a.stride_h - a.pad_top;
+  // kh with 0 <= ih0 + kh * dilation_h < in_h
+  const int64_t kh0 = ih0 >= 0 ? 0 : (-ih0 + a.dilation_h - 1) / a.dilation_h;
+  const int64_t kh1 = min64(ih0 < a.in_h ? (a.in_h - 1 - ih0) / a.dilation_h + 1 : 0, a.kernel_h);
+  const float* in_n = a.in_channels > 0 ? a.input + n * a.in_stride_n : nullptr;
+  float* out_row = a.output + n * a.out_stride_n + oh * a.out_stride_h;
+  const int64_t vectors = plan.cpad / kLanes;
+  for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVectors) {
+    const int64_t c0 = v0 * kLanes;
+    switch (min64(kMaxVectors, vectors - v0)) {
+      case 3:
+        channel_block<3>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        break;
+      case 2:
+        channel_block<2>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        break;
+      default:
+        channel_block<1>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        break;
+    }
+  }
+}
+
+bool aligned64(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 63u) == 0;
+}
+
+}  // namespace
+
+void conv2d_nhwc_avx512(const Conv2dNhwcArgs& a) {
+  const int64_t cpad = (a.out_channels + kLanes - 1) / kLanes * kLanes;
+  const int64_t cin = a.in_channels;
+  AlignedFloats packed(a.kernel_h * a.kernel_w * cin * cpad);
+  for (int64_t kh = 0; kh < a.kernel_h; ++kh) {
+    for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        float* dst = packed.data() + ((kh * a.kernel_w + kw) * cin + ci) * cpad;
+        for (int64_t co = 0; co < a.out_channels; ++co) {
+          dst[co] = a.weight[co * a.weight_stride[0] + ci * a.weight_stride[1] +
+                             kh * a.weight_stride[2] + kw * a.weight_stride[3]];
+        }
+      }
+    }
+  }
+  AlignedFloats bias(cpad);
+  if (a.bias != nullptr) {
+    for (int64_t co = 0; co < a.out_channels; ++co) bias.data()[co] = a.bias[co * a.bias_stride];
+  }
+  // Streaming needs every full vector 64-byte aligned: the base and all pixel strides.
+  const int64_t out_bytes =
+      a.batch * a.out_h * a.out_w * a.out_channels * static_cast<int64_t>(sizeof(float));
+  const bool stream = out_bytes >= kStreamBytes && aligned64(a.output) &&
+                      a.out_stride_n % kLanes == 0 && a.out_stride_h % kLanes == 0 &&
+                      a.out_stride_w % kLanes == 0;
+  const Plan plan{&a, packed.data(), bias.data(), cpad, stream};
+
+  // Output columns whose whole window lies inside the input along w: [ow_lo, ow_hi).
+  const int64_t span = (a.kernel_w - 1) * a.dilation_w;
+  const int64_t ow_lo = min64((a.pad_left + a.stride_w - 1) / a.stride_w, a.out_w);
+  const int64_t last = a.in_w - 1 - span + a.pad_left;  // ow * stride_w <= last
+  const int64_t ow_hi = min64(max64(last >= 0 ? last / a.stride_w + 1 : 0, ow_lo), a.out_w);
+
+  const int64_t rows = a.batch * a.out_h;
+#if defined(_OPENMP)
+  // Inside an active parallel region the call stays on the calling thread (as launch()). Rows
+  // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
+  // machine does not hold up the others.
+  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    const int64_t threads = omp_get_num_threads();
+    const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
+#pragma omp for schedule(dynamic, chunk) nowait
+    for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
+    if (stream) _mm_sfence();  // order this thread's streamed stores before the join
+  }
+#else
+  for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
+  if (stream) _mm_sfence();
+#endif
+}
+
+}  // namespace kaas::cpu_fast
+
+#else  // built without AVX-512 (not x86-64): this variant is never selected
+
+namespace kaas::cpu_fast {
+
+bool conv2d_nhwc_avx512_compiled() {
+  return false;
+}
+
+void conv2d_nhwc_avx512(const Conv2dNhwcArgs&) {
+  throw Error(ErrorCode::kInternal, "conv2d: the AVX-512 CPU fast path is not compiled in");
+}
+
+}  // namespace kaas::cpu_fast
+
+#endif
