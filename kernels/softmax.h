@@ -15,7 +15,8 @@ enum class SoftmaxKind { kSoftmax, kLogSoftmax };
 
 // A tensor of any rank with a reduction axis is viewed as [outer, axis, inner] (strides
 // allowed); every (outer, inner) line along the axis is normalised. Numerically stable
-// (max-shifted, three passes over each line held in group-shared partials).
+// (max-shifted, three passes): lines of up to 32 values take one element each, longer lines one
+// group each with the partials in group-shared memory.
 void softmax(const Queue& queue, SoftmaxKind kind, View<const float, 3> x, View<float, 3> y,
              LaunchConfig config = {});
 

@@ -53,6 +53,37 @@ struct SoftmaxKernel {
   }
 };
 
+// Lines of at most kShortLine values (classifier heads: 3 classes): one element per line, no
+// shared memory and no barrier; a group-wide reduction would leave most elements idle.
+constexpr int64_t kShortLine = 32;
+
+struct ShortLineSoftmaxKernel {
+  static constexpr const char* kName = "softmax.short_lines";
+  KAAS_KERNEL void operator()(const Ctx& ctx, SoftmaxKind kind, View<const float, 3> x,
+                              View<float, 3> y) const {
+    const int64_t length = x.extent[1], inner = x.extent[2];
+    for (int64_t line : uniform_elements(ctx, x.extent[0] * inner)) {
+      const int64_t o = line / inner, i = line % inner;
+      float max = -math::infinity();
+      for (int64_t l = 0; l < length; ++l) max = math::max(max, x(o, l, i));
+      float sum = 0.0f;
+      if (kind == SoftmaxKind::kSoftmax) {  // one exp per value: keep them in y
+        for (int64_t l = 0; l < length; ++l) {
+          const float e = math::exp(x(o, l, i) - max);
+          y(o, l, i) = e;
+          sum += e;
+        }
+        const float inverse = 1.0f / sum;
+        for (int64_t l = 0; l < length; ++l) y(o, l, i) *= inverse;
+      } else {
+        for (int64_t l = 0; l < length; ++l) sum += math::exp(x(o, l, i) - max);
+        const float log_sum = math::log(sum);
+        for (int64_t l = 0; l < length; ++l) y(o, l, i) = x(o, l, i) - max - log_sum;
+      }
+    }
+  }
+};
+
 struct ActivateKernel {
   static constexpr const char* kName = "activate";
   KAAS_KERNEL void operator()(const Ctx& ctx, Epilogue epilogue, View1<const float> x,
@@ -65,13 +96,19 @@ struct ActivateKernel {
 
 void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x, View<float, 3> y,
                     LaunchConfig config) {
-  // Short lines (e.g. 3 classes) get small groups: no idle elements in the tree reduction.
+  const int64_t lines = x.extent[0] * x.extent[2];
+  if (x.extent[1] <= kShortLine) {
+    const int size = config.group_size > 0 ? config.group_size : 256;
+    const int64_t groups =
+        config.groups > 0 ? config.groups : grid_groups(queue, math::ceil_div(lines, size));
+    return launch(queue, groups, size, 0, ShortLineSoftmaxKernel{}, kind, x, y);
+  }
+  // Longer lines: one group each, sized to the line (up to 256 elements).
   int size = config.group_size;
   if (size == 0) {
     size = 1;
     while (size < x.extent[1] && size < 256) size *= 2;
   }
-  const int64_t lines = x.extent[0] * x.extent[2];
   const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, lines);
   launch(queue, groups, size, (size + 2) * sizeof(float), SoftmaxKernel{}, kind, x, y);
 }
