@@ -74,9 +74,9 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
   detail::check_view(c, where, "C");
   detail::check_view(y, where, "Y");
   detail::check_config(config, where);
-  require(config.group_size == 0 || config.group_size == 4 || config.group_size == 16 ||
-              config.group_size == 64,
-          where, "LaunchConfig.group_size", "0 (default), 4, 16 or 64",
+  require(config.group_size == 0 || config.group_size == 8 || config.group_size == 32 ||
+              config.group_size == 128,
+          where, "LaunchConfig.group_size", "0 (default), 8, 32 or 128",
           std::to_string(config.group_size));
   const auto op_a = params.trans_a ? transposed(a) : a;
   const auto op_b = params.trans_b ? transposed(b) : b;

@@ -8,12 +8,12 @@ namespace kaas::KAAS_BACKEND_NS {
 namespace {
 
 // Each group computes a tile x tile block of y; each of its elements a kMicroRows x kMicroCols
-// micro-tile, so a group has tile^2 / 64 elements. Per step of kDepth along K the group
+// micro-tile, so a group has tile^2 / 32 elements. Per step of kDepth along K the group
 // stages op(a) (stored k-major) and op(b) in shared memory; the accumulators cross sync() and
 // therefore live in shared memory too, while each element updates them in registers within one
 // element loop.
-constexpr int kMicroRows = 4;   // register block: 4 rows x 16 columns (two 8-wide AVX2 vectors
-constexpr int kMicroCols = 16;  // per row): 8 FMAs per 4 broadcasts + 2 loads
+constexpr int kMicroRows = 4;  // register block: 4 rows x 8 columns, one 8-wide AVX2 vector per
+constexpr int kMicroCols = 8;  // row: 4 accumulators, no spills (4 x 16 spilled with g++ 12)
 constexpr int kDepth = 32;
 // op(a) is staged row-major with one padding column: rows of a contiguous on the CPU (the
 // compiler then vectorises the micro-tile along b's row), and no shared-memory bank conflicts
@@ -137,9 +137,10 @@ int64_t elementwise_groups(const Queue& queue, int64_t count) {
 void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<const float> c, View2<float> y, float alpha, float beta,
                           Epilogue epilogue, LaunchConfig config) {
-  // group size tile^2 / (kMicroRows * kMicroCols): 4, 16 or 64 elements for 16, 32 or 64 wide tiles
-  const int size = config.group_size > 0 ? config.group_size : 64;
-  const int tile = size == 4 ? 16 : size == 16 ? 32 : 64;
+  // group size tile^2 / (kMicroRows * kMicroCols): 8, 32 or 128 elements for 16, 32 or 64 wide
+  // tiles
+  const int size = config.group_size > 0 ? config.group_size : 128;
+  const int tile = size == 8 ? 16 : size == 32 ? 32 : 64;
   const int64_t tiles = math::ceil_div(y.extent[0], tile) * math::ceil_div(y.extent[1], tile);
   const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, tiles);
   const size_t shared = ((kRowPitch + kDepth) * tile + tile * tile) * sizeof(float);

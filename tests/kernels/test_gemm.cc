@@ -123,7 +123,7 @@ TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
                                 {Activation::kRelu, 0},
                                 {Activation::kLeakyRelu, 0.1f},
                                 {Activation::kSigmoid, 0}};
-  const int group_sizes[] = {4, 16, 64};
+  const int group_sizes[] = {8, 32, 128};
   int counter = 0;
   for (const auto& s : shapes) {
     for (int t = 0; t < 4; ++t) {
@@ -151,9 +151,9 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
   Queue queue(*GetParam());
   for (GemmImpl impl : impls_for(queue)) {
     check_case(queue, {70, 300, 45, false, false, CKind::kRow, {Activation::kRelu, 0}, 1.0f, 1.0f},
-               impl, impl == GemmImpl::kPortable ? 64 : 0, true);
+               impl, impl == GemmImpl::kPortable ? 128 : 0, true);
     check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl,
-               impl == GemmImpl::kPortable ? 16 : 0, true);
+               impl == GemmImpl::kPortable ? 32 : 0, true);
   }
 }
 
@@ -230,9 +230,9 @@ TEST_P(GemmTest, RejectsBadShapesWithClearMessages) {
       "[2, 3]");
   expect_message(
       [&] {
-        gemm(queue, a34, b34, {}, y33, tb, {32, 0});
+        gemm(queue, a34, b34, {}, y33, tb, {64, 0});
       },
-      "gemm: LaunchConfig.group_size: expected 0 (default), 4, 16 or 64, received 32");
+      "gemm: LaunchConfig.group_size: expected 0 (default), 8, 32 or 128, received 64");
   const std::vector<int64_t> s1 = {2, 3, 4}, s2 = {3, 4, 5};
   expect_message([&] { matmul(queue, a.view().data, s1, b.view().data, s2, y.view().data); },
                  "matmul: batch dimension 0: expected equal or 1 (A has 2), received 3");
