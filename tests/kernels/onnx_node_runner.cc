@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "backends/buffer.h"
@@ -27,20 +26,46 @@ fs::path onnx_testdata_root() {
 }
 
 std::vector<OnnxNodeCase> required_onnx_node_cases() {
-  // Float convolution tests only (ConvInteger and ConvTranspose are other operators).
-  const std::regex node_pattern(
-      "test_(conv_with_.*|gemm_.*|matmul_[234]d|softmax_.*|logsoftmax_.*|sigmoid.*|relu|leakyrelu.*)");
-  const std::regex torch_pattern("test_(Conv2d.*|Linear.*|Softmax|LogSoftmax)");
+  // Float convolution tests only (ConvInteger and ConvTranspose are other operators). Plain
+  // prefix / exact-name matching: std::regex trips g++ 12's -Wmaybe-uninitialized under ASan.
+  struct Family {
+    const char* folder;
+    const char* name;
+    bool prefix;
+  };
+  const Family families[] = {
+      {"node", "test_conv_with_", true},
+      {"node", "test_gemm_", true},
+      {"node", "test_matmul_2d", false},
+      {"node", "test_matmul_3d", false},
+      {"node", "test_matmul_4d", false},
+      {"node", "test_softmax_", true},
+      {"node", "test_logsoftmax_", true},
+      {"node", "test_sigmoid", true},
+      {"node", "test_relu", false},
+      {"node", "test_leakyrelu", true},
+      {"pytorch-converted", "test_Conv2d", true},
+      {"pytorch-converted", "test_Linear", true},
+      {"pytorch-converted", "test_Softmax", false},
+      {"pytorch-converted", "test_LogSoftmax", false},
+  };
   std::vector<OnnxNodeCase> cases;
-  for (const auto& [folder, pattern] : {std::pair{"node", node_pattern}, std::pair{"pytorch-converted", torch_pattern}}) {
+  for (const char* folder : {"node", "pytorch-converted"}) {
     const fs::path dir = onnx_testdata_root() / folder;
     if (!fs::is_directory(dir)) continue;
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
-      if (std::regex_match(name, pattern)) cases.push_back({entry.path(), std::string(folder) + "/" + name});
+      for (const Family& f : families) {
+        if (std::string_view(f.folder) != folder) continue;
+        if (f.prefix ? name.rfind(f.name, 0) == 0 : name == f.name) {
+          cases.push_back({entry.path(), std::string(folder) + "/" + name});
+          break;
+        }
+      }
     }
   }
-  std::sort(cases.begin(), cases.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(cases.begin(), cases.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return cases;
 }
 
@@ -80,7 +105,8 @@ Tensor make_tensor(const Queue& queue, std::vector<int64_t> shape) {
   Tensor t;
   t.strides = dense_strides(shape);
   t.shape = std::move(shape);
-  t.storage = std::make_shared<DeviceBuffer<float>>(make_device_buffer<float>(queue, size_t(t.size())));
+  t.storage =
+      std::make_shared<DeviceBuffer<float>>(make_device_buffer<float>(queue, size_t(t.size())));
   return t;
 }
 
@@ -92,7 +118,8 @@ struct Unsupported {
 std::vector<float> float_values(const onnx::TensorProto& proto) {
   if (proto.data_type() != onnx::TensorProto::FLOAT) {
     throw Unsupported{"tensor '" + proto.name() + "' has data type " +
-                      onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(proto.data_type())) +
+                      onnx::TensorProto::DataType_Name(
+                          static_cast<onnx::TensorProto::DataType>(proto.data_type())) +
                       "; kaas kernels take FLOAT"};
   }
   int64_t count = 1;
@@ -104,7 +131,8 @@ std::vector<float> float_values(const onnx::TensorProto& proto) {
     }
     std::memcpy(values.data(), proto.raw_data().data(), proto.raw_data().size());
   } else {
-    if (proto.float_data_size() != count) throw std::runtime_error("tensor '" + proto.name() + "': float_data size");
+    if (proto.float_data_size() != count)
+      throw std::runtime_error("tensor '" + proto.name() + "': float_data size");
     std::copy(proto.float_data().begin(), proto.float_data().end(), values.begin());
   }
   return values;
@@ -114,7 +142,8 @@ template <class Message>
 Message parse_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   Message message;
-  if (!in || !message.ParseFromIstream(&in)) throw std::runtime_error("cannot parse " + path.string());
+  if (!in || !message.ParseFromIstream(&in))
+    throw std::runtime_error("cannot parse " + path.string());
   return message;
 }
 
@@ -185,27 +214,35 @@ class Interpreter {
   void conv(const onnx::NodeProto& node) {
     const Tensor& x = in(node, 0);
     const Tensor& w = in(node, 1);
-    if (x.shape.size() != 4) throw Unsupported{"Conv on rank " + std::to_string(x.shape.size()) + " (kaas: 2-D convolution)"};
+    if (x.shape.size() != 4)
+      throw Unsupported{"Conv on rank " + std::to_string(x.shape.size()) +
+                        " (kaas: 2-D convolution)"};
     Conv2dParams p;
-    const auto strides = ints_attribute(node, "strides"), dilations = ints_attribute(node, "dilations");
+    const auto strides = ints_attribute(node, "strides"),
+               dilations = ints_attribute(node, "dilations");
     const auto pads = ints_attribute(node, "pads");
     if (!strides.empty()) p.stride_h = strides[0], p.stride_w = strides[1];
     if (!dilations.empty()) p.dilation_h = dilations[0], p.dilation_w = dilations[1];
-    if (!pads.empty()) p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
+    if (!pads.empty())
+      p.pad_top = pads[0], p.pad_left = pads[1], p.pad_bottom = pads[2], p.pad_right = pads[3];
     p.groups = int_attribute(node, "group", 1);
     if (const auto* a = find_attribute(node, "auto_pad")) {
       const std::string mode = a->s();
-      p.auto_pad = mode == "VALID" ? AutoPad::kValid : mode == "SAME_UPPER" ? AutoPad::kSameUpper
-                 : mode == "SAME_LOWER" ? AutoPad::kSameLower : AutoPad::kNotSet;
+      p.auto_pad = mode == "VALID"        ? AutoPad::kValid
+                   : mode == "SAME_UPPER" ? AutoPad::kSameUpper
+                   : mode == "SAME_LOWER" ? AutoPad::kSameLower
+                                          : AutoPad::kNotSet;
     }
     const int64_t xe[4] = {x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
     const int64_t we[4] = {w.shape[0], w.shape[1], w.shape[2], w.shape[3]};
     const Conv2dShape s = conv2d_output_shape(p, xe, we);
     Tensor y = make_tensor(queue_, {s.batch, s.out_channels, s.out_h, s.out_w});
     View1<const float> bias;
-    if (has_input(node, 2)) bias = make_view(static_cast<const float*>(in(node, 2).data()), in(node, 2).size());
-    conv2d(queue_, make_view<4>(static_cast<const float*>(x.data()), xe), make_view<4>(static_cast<const float*>(w.data()), we),
-           bias, make_view<4>(y.data(), {s.batch, s.out_channels, s.out_h, s.out_w}), p);
+    if (has_input(node, 2))
+      bias = make_view(static_cast<const float*>(in(node, 2).data()), in(node, 2).size());
+    conv2d(queue_, make_view<4>(static_cast<const float*>(x.data()), xe),
+           make_view<4>(static_cast<const float*>(w.data()), we), bias,
+           make_view<4>(y.data(), {s.batch, s.out_channels, s.out_h, s.out_w}), p);
     values[node.output(0)] = std::move(y);
   }
 
@@ -240,11 +277,13 @@ class Interpreter {
     const Tensor& b = in(node, 1);
     if (a.shape.size() == 2 && b.shape.size() == 2) {  // strided operands allowed
       Tensor y = make_tensor(queue_, {a.shape[0], b.shape[1]});
-      gemm(queue_, view2(a), view2(b), {}, make_view<2>(y.data(), {a.shape[0], b.shape[1]}), GemmParams{false, false, 1, 0, {}, GemmImpl::kAuto});
+      gemm(queue_, view2(a), view2(b), {}, make_view<2>(y.data(), {a.shape[0], b.shape[1]}),
+           GemmParams{false, false, 1, 0, {}, GemmImpl::kAuto});
       values[node.output(0)] = std::move(y);
       return;
     }
-    if (!a.contiguous() || !b.contiguous()) throw Unsupported{"batched MatMul of a transposed view"};
+    if (!a.contiguous() || !b.contiguous())
+      throw Unsupported{"batched MatMul of a transposed view"};
     std::vector<int64_t> shape;
     const size_t rank = std::max(a.shape.size(), b.shape.size());
     for (size_t d = 0; d + 2 < rank; ++d) {
@@ -288,11 +327,13 @@ class Interpreter {
     const Tensor& x = in(node, 0);
     if (!x.contiguous()) throw Unsupported{"activation of a transposed view"};
     Epilogue e;
-    e.activation = node.op_type() == "Relu" ? Activation::kRelu
-                 : node.op_type() == "Sigmoid" ? Activation::kSigmoid : Activation::kLeakyRelu;
+    e.activation = node.op_type() == "Relu"      ? Activation::kRelu
+                   : node.op_type() == "Sigmoid" ? Activation::kSigmoid
+                                                 : Activation::kLeakyRelu;
     e.alpha = float_attribute(node, "alpha", 0.01f);
     Tensor y = make_tensor(queue_, x.shape);
-    activate(queue_, e, make_view(static_cast<const float*>(x.data()), x.size()), make_view(y.data(), y.size()));
+    activate(queue_, e, make_view(static_cast<const float*>(x.data()), x.size()),
+             make_view(y.data(), y.size()));
     values[node.output(0)] = std::move(y);
   }
 
@@ -325,7 +366,8 @@ OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c)
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   const auto& graph = model.graph();
-  std::set<std::string> supported = {"Conv", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Relu", "LeakyRelu", "Sigmoid", "Transpose"};
+  std::set<std::string> supported = {"Conv", "Gemm",      "MatMul",  "Softmax",  "LogSoftmax",
+                                     "Relu", "LeakyRelu", "Sigmoid", "Transpose"};
   std::set<std::string> missing;
   for (const auto& node : graph.node()) {
     if (!supported.count(node.op_type())) missing.insert(node.op_type());
@@ -333,7 +375,8 @@ OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c)
   if (!missing.empty()) {
     std::string ops;
     for (const auto& op : missing) ops += (ops.empty() ? "" : ", ") + op;
-    result.skip_reason = "the graph uses " + ops + ", which kaas has no kernel for (an expanded "
+    result.skip_reason = "the graph uses " + ops +
+                         ", which kaas has no kernel for (an expanded "
                          "decomposition of the operator, not the operator itself)";
     return result;
   }
@@ -354,30 +397,35 @@ OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c)
   try {
     for (const auto& set : data_sets) {
       Interpreter interpreter(queue, opset);
-      for (const auto& init : graph.initializer()) interpreter.values[init.name()] = upload(queue, init);
+      for (const auto& init : graph.initializer())
+        interpreter.values[init.name()] = upload(queue, init);
       for (size_t i = 0; i < input_names.size(); ++i) {
-        const auto proto = parse_file<onnx::TensorProto>(set / ("input_" + std::to_string(i) + ".pb"));
+        const auto proto =
+            parse_file<onnx::TensorProto>(set / ("input_" + std::to_string(i) + ".pb"));
         interpreter.values[input_names[i]] = upload(queue, proto);
       }
       for (const auto& node : graph.node()) interpreter.run(node);
       for (int o = 0; o < graph.output_size(); ++o) {
-        const auto expected_proto = parse_file<onnx::TensorProto>(set / ("output_" + std::to_string(o) + ".pb"));
+        const auto expected_proto =
+            parse_file<onnx::TensorProto>(set / ("output_" + std::to_string(o) + ".pb"));
         const auto expected = float_values(expected_proto);
         const auto got = download(queue, interpreter.values.at(graph.output(o).name()));
         ++result.outputs_compared;
         if (got.size() != expected.size()) {
           ++result.mismatches;
-          result.first_mismatch = "output " + graph.output(o).name() + " has " + std::to_string(got.size()) +
-                                  " values, expected " + std::to_string(expected.size());
+          result.first_mismatch = "output " + graph.output(o).name() + " has " +
+                                  std::to_string(got.size()) + " values, expected " +
+                                  std::to_string(expected.size());
           continue;
         }
         for (size_t i = 0; i < got.size(); ++i) {
           // numpy.testing.assert_allclose(rtol=1e-3, atol=1e-7), as ONNX's backend test runner
-          const bool close = std::abs(double(got[i]) - expected[i]) <= 1e-7 + 1e-3 * std::abs(double(expected[i]));
+          const bool close =
+              std::abs(double(got[i]) - expected[i]) <= 1e-7 + 1e-3 * std::abs(double(expected[i]));
           if (!close && result.mismatches++ == 0) {
-            result.first_mismatch = set.filename().string() + " output " + graph.output(o).name() + "[" +
-                                    std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " +
-                                    std::to_string(expected[i]);
+            result.first_mismatch = set.filename().string() + " output " + graph.output(o).name() +
+                                    "[" + std::to_string(i) + "] = " + std::to_string(got[i]) +
+                                    ", expected " + std::to_string(expected[i]);
           }
         }
       }
