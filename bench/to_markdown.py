@@ -8,6 +8,9 @@ import sys
 
 
 def throughput(b):
+    if "hits/s" in b:
+        return (f"{b['hits/s'] / 1e6:.2f} M hits/s, {b['bytes_per_second'] / 1e9:.1f} GB/s",
+                f"{b.get('frac_peak_bw', 0):.2f} of stream peak")
     if "FLOPs" in b:
         return f"{b['FLOPs'] / 1e9:.1f} GFLOP/s", f"{b.get('frac_peak_flops', 0):.2f} of FMA peak"
     if "bytes_per_second" in b:
