@@ -202,6 +202,11 @@ class Interpreter {
     if (op == "Softmax" || op == "LogSoftmax") return softmax_node(node);
     if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid") return activation(node);
     if (op == "Transpose") return transpose(node);
+    if (op == "Flatten") return flatten(node);
+    if (op == "Dropout" || op == "Identity") {  // inference: both pass the input through
+      values[node.output(0)] = in(node, 0);
+      return;
+    }
     throw Unsupported{"node '" + node.name() + "' is a " + op + ", which kaas has no kernel for"};
   }
 
@@ -337,6 +342,20 @@ class Interpreter {
     values[node.output(0)] = std::move(y);
   }
 
+  // A reshape of a contiguous tensor to [prod(dims < axis), prod(dims >= axis)]: no copy.
+  void flatten(const onnx::NodeProto& node) {
+    const Tensor& x = in(node, 0);
+    if (!x.contiguous()) throw Unsupported{"Flatten of a transposed view (the importer folds it)"};
+    int64_t axis = int_attribute(node, "axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < x.shape.size(); ++d) (int64_t(d) < axis ? outer : inner) *= x.shape[d];
+    Tensor y = x;
+    y.shape = {outer, inner};
+    y.strides = dense_strides(y.shape);
+    values[node.output(0)] = std::move(y);
+  }
+
   // A view with permuted strides over the same memory: no copy.
   void transpose(const onnx::NodeProto& node) {
     const Tensor& x = in(node, 0);
@@ -366,8 +385,9 @@ OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c)
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   const auto& graph = model.graph();
-  std::set<std::string> supported = {"Conv", "Gemm",      "MatMul",  "Softmax",  "LogSoftmax",
-                                     "Relu", "LeakyRelu", "Sigmoid", "Transpose"};
+  std::set<std::string> supported = {"Conv",       "Gemm",    "MatMul",    "Softmax",
+                                     "LogSoftmax", "Relu",    "LeakyRelu", "Sigmoid",
+                                     "Transpose",  "Flatten", "Dropout",   "Identity"};
   std::set<std::string> missing;
   for (const auto& node : graph.node()) {
     if (!supported.count(node.op_type())) missing.insert(node.op_type());
@@ -436,6 +456,41 @@ OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c)
   }
   result.ran = true;
   return result;
+}
+
+std::vector<std::vector<float>> run_onnx_graph(const Backend& backend,
+                                               const onnx::ModelProto& model,
+                                               const std::vector<HostTensor>& inputs) {
+  int64_t opset = 1;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  const auto& graph = model.graph();
+  Queue queue(backend);
+  Interpreter interpreter(queue, opset);
+  std::set<std::string> initializer_names;
+  for (const auto& init : graph.initializer()) {
+    initializer_names.insert(init.name());
+    interpreter.values[init.name()] = upload(queue, init);
+  }
+  size_t next = 0;
+  for (const auto& input : graph.input()) {
+    if (initializer_names.count(input.name())) continue;
+    if (next >= inputs.size()) throw std::runtime_error("missing input " + input.name());
+    Tensor t = make_tensor(queue, inputs[next].shape);
+    copy_to_device(queue, std::span<const float>(inputs[next].values), *t.storage);
+    interpreter.values[input.name()] = std::move(t);
+    ++next;
+  }
+  try {
+    for (const auto& node : graph.node()) interpreter.run(node);
+  } catch (const Unsupported& u) {
+    throw std::runtime_error(u.reason);
+  }
+  std::vector<std::vector<float>> outputs;
+  for (const auto& output : graph.output())
+    outputs.push_back(download(queue, interpreter.values.at(output.name())));
+  return outputs;
 }
 
 }  // namespace kaas::testing

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
 #include "backends/backend.h"
 
 namespace kaas::testing {
@@ -22,7 +24,7 @@ std::vector<OnnxNodeCase> required_onnx_node_cases();
 std::filesystem::path onnx_testdata_root();
 
 struct OnnxCaseResult {
-  bool ran = false;           // false: the graph needs an op kaas does not have (skip_reason)
+  bool ran = false;  // false: the graph needs an op kaas does not have (skip_reason)
   std::string skip_reason;
   int outputs_compared = 0;
   int64_t mismatches = 0;
@@ -31,5 +33,17 @@ struct OnnxCaseResult {
 
 // Loads, runs every test_data_set_* and compares with ONNX's tolerance (rtol 1e-3, atol 1e-7).
 OnnxCaseResult run_onnx_node_case(const Backend& backend, const OnnxNodeCase& c);
+
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+// Runs a whole graph (ops as above plus Flatten, Dropout, Identity) on `backend`; inputs in the
+// order of the graph's non-initializer inputs, outputs in graph order. Throws std::runtime_error
+// for an unsupported graph.
+std::vector<std::vector<float>> run_onnx_graph(const Backend& backend,
+                                               const onnx::ModelProto& model,
+                                               const std::vector<HostTensor>& inputs);
 
 }  // namespace kaas::testing

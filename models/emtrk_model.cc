@@ -1,0 +1,219 @@
+#include "models/emtrk_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "backends/error.h"
+
+namespace kaas::models {
+
+namespace {
+
+constexpr int64_t kPatch = 48, kKernel = 5, kFilters = 48, kConvOut = kPatch - kKernel + 1;  // 44
+constexpr int64_t kFlat = kConvOut * kConvOut * kFilters;  // 92,928
+
+// Weights from a fixed generator with a specified algorithm (mt19937's raw output is fixed by
+// the standard; the <random> distributions are not), uniform in +-sqrt(6 / (fan_in + fan_out))
+// (Glorot) so activations keep a sensible scale through the network.
+class WeightSource {
+ public:
+  explicit WeightSource(uint32_t seed) : engine_(seed) {}
+  std::vector<float> glorot(int64_t count, int64_t fan_in, int64_t fan_out) {
+    const double limit = std::sqrt(6.0 / double(fan_in + fan_out));
+    std::vector<float> values(static_cast<size_t>(count));
+    for (auto& v : values) {
+      const double unit = double(engine_() >> 8) * (1.0 / 16777216.0);  // [0, 1), 24 bits
+      v = static_cast<float>((2.0 * unit - 1.0) * limit);
+    }
+    return values;
+  }
+  std::vector<float> small_bias(int64_t count) {
+    std::vector<float> values(static_cast<size_t>(count));
+    for (auto& v : values)
+      v = static_cast<float>(double(engine_() >> 8) * (0.02 / 16777216.0) - 0.01);
+    return values;
+  }
+
+ private:
+  std::mt19937 engine_;
+};
+
+void add_initializer(onnx::GraphProto& graph, const std::string& name, std::vector<int64_t> dims,
+                     const std::vector<float>& values) {
+  auto* t = graph.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(values.data(), values.size() * sizeof(float));  // little-endian, as ONNX wants
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto& graph, const std::string& op, const std::string& name,
+                          std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  auto* n = graph.add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& i : inputs) n->add_input(i);
+  for (auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+void add_ints(onnx::NodeProto* node, const std::string& name, std::vector<int64_t> values) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void add_int(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                    const std::string& name, std::vector<int64_t> dims) {
+  auto* v = list->Add();
+  v->set_name(name);
+  auto* tensor = v->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) {
+    auto* dim = tensor->mutable_shape()->add_dim();
+    if (d < 0) {
+      dim->set_dim_param("batch");
+    } else {
+      dim->set_dim_value(d);
+    }
+  }
+}
+
+// A dense layer: Gemm(x, W [in, out], b) (Keras) or Gemm(x, W^T [out, in], b, transB=1) (PyTorch).
+void add_dense(onnx::GraphProto& graph, WeightSource& weights, EmTrkGraphStyle style,
+               const std::string& name, const std::string& input, const std::string& output,
+               int64_t in, int64_t out) {
+  const auto w = weights.glorot(in * out, in, out);
+  const auto b = weights.small_bias(out);
+  if (style == EmTrkGraphStyle::kKeras) {
+    add_initializer(graph, name + "/kernel", {in, out}, w);
+  } else {
+    add_initializer(graph, name + "/kernel", {out, in}, w);
+  }
+  add_initializer(graph, name + "/bias", {out}, b);
+  auto* gemm = add_node(graph, "Gemm", name, {input, name + "/kernel", name + "/bias"}, {output});
+  if (style == EmTrkGraphStyle::kPyTorch) add_int(gemm, "transB", 1);
+}
+
+}  // namespace
+
+onnx::ModelProto make_emtrk_model(const EmTrkModelOptions& options) {
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("kaas");
+  model.set_producer_version("0.1");
+  model.set_doc_string(
+      "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), generated "
+      "weights; graph and names as in production");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  auto& graph = *model.mutable_graph();
+  graph.set_name("emtrkmichelid");
+  WeightSource weights(options.seed);
+  const bool keras = options.style == EmTrkGraphStyle::kKeras;
+
+  add_value_info(graph.mutable_input(), "main_input",
+                 keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
+                       : std::vector<int64_t>{-1, 1, kPatch, kPatch});
+  add_initializer(graph, "conv2d/kernel", {kFilters, 1, kKernel, kKernel},
+                  weights.glorot(kFilters * kKernel * kKernel, kKernel * kKernel,
+                                 kFilters * kKernel * kKernel));
+  add_initializer(graph, "conv2d/bias", {kFilters}, weights.small_bias(kFilters));
+  std::string x = "main_input";
+  if (keras) {  // ONNX Conv is NCHW: Keras exports wrap it in Transposes
+    add_ints(add_node(graph, "Transpose", "conv2d/to_nchw", {x}, {"conv2d/input_nchw"}), "perm",
+             {0, 3, 1, 2});
+    x = "conv2d/input_nchw";
+  }
+  auto* conv =
+      add_node(graph, "Conv", "conv2d", {x, "conv2d/kernel", "conv2d/bias"}, {"conv2d/output"});
+  add_ints(conv, "kernel_shape", {kKernel, kKernel});
+  add_ints(conv, "strides", {1, 1});
+  add_ints(conv, "pads", {0, 0, 0, 0});
+  add_node(graph, "Relu", "conv2d/Relu", {"conv2d/output"}, {"conv2d/Relu:0"});
+  x = "conv2d/Relu:0";
+  if (keras) {
+    add_ints(add_node(graph, "Transpose", "conv2d/to_nhwc", {x}, {"conv2d/output_nhwc"}), "perm",
+             {0, 2, 3, 1});
+    add_node(graph, "Dropout", "dropout", {"conv2d/output_nhwc"}, {"dropout/Identity:0"});
+    x = "dropout/Identity:0";
+  }
+  add_int(add_node(graph, "Flatten", "flatten", {x}, {"flatten/Reshape:0"}), "axis", 1);
+  add_dense(graph, weights, options.style, "dense", "flatten/Reshape:0", "dense/BiasAdd:0", kFlat,
+            128);
+  add_node(graph, "Relu", "dense/Relu", {"dense/BiasAdd:0"}, {"dense/Relu:0"});
+  x = "dense/Relu:0";
+  if (keras) {
+    add_node(graph, "Dropout", "dropout_1", {x}, {"dropout_1/Identity:0"});
+    x = "dropout_1/Identity:0";
+  }
+  add_dense(graph, weights, options.style, "dense_1", x, "dense_1/BiasAdd:0", 128, 32);
+  add_node(graph, "Relu", "dense_1/Relu", {"dense_1/BiasAdd:0"}, {"dense_1/Relu:0"});
+  x = "dense_1/Relu:0";
+  if (keras) {
+    add_node(graph, "Identity", "dropout_2", {x}, {"dropout_2/Identity:0"});
+    x = "dropout_2/Identity:0";
+  }
+  add_dense(graph, weights, options.style, "em_trk_none_netout", x, "em_trk_none_netout/BiasAdd:0",
+            32, 3);
+  add_int(add_node(graph, "Softmax", "em_trk_none_netout/Softmax", {"em_trk_none_netout/BiasAdd:0"},
+                   {"em_trk_none_netout/Softmax"}),
+          "axis", 1);
+  add_dense(graph, weights, options.style, "michel_netout", x, "michel_netout/BiasAdd:0", 32, 1);
+  add_node(graph, "Sigmoid", "michel_netout/Sigmoid", {"michel_netout/BiasAdd:0"},
+           {"michel_netout/Sigmoid"});
+  add_value_info(graph.mutable_output(), "em_trk_none_netout/Softmax", {-1, 3});
+  add_value_info(graph.mutable_output(), "michel_netout/Sigmoid", {-1, 1});
+  return model;
+}
+
+void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
+                                  const EmTrkModelOptions& options, int max_batch_size) {
+  namespace fs = std::filesystem;
+  const fs::path dir = repository / name;
+  std::error_code ec;
+  fs::create_directories(dir / "1", ec);
+  if (ec)
+    throw Error(ErrorCode::kInternal,
+                "cannot create " + (dir / "1").string() + ": " + ec.message());
+  const auto model = make_emtrk_model(options);
+  {
+    std::ofstream out(dir / "1" / "model.onnx", std::ios::binary | std::ios::trunc);
+    if (!out || !model.SerializeToOstream(&out)) {
+      throw Error(ErrorCode::kInternal, "cannot write " + (dir / "1" / "model.onnx").string());
+    }
+  }
+  const bool keras = options.style == EmTrkGraphStyle::kKeras;
+  std::ostringstream config;
+  config << "# EmTrkMichelId patch CNN (kaas-generated weights). Serves in kaas and in Triton.\n"
+         << "name: \"" << name << "\"\n"
+         << "platform: \"onnxruntime_onnx\"\n"
+         << "max_batch_size: " << max_batch_size << "\n"
+         << "input [\n  {\n    name: \"main_input\"\n    data_type: TYPE_FP32\n"
+         << (keras ? "    format: FORMAT_NHWC\n    dims: [ 48, 48, 1 ]\n"
+                   : "    format: FORMAT_NCHW\n    dims: [ 1, 48, 48 ]\n")
+         << "  }\n]\n"
+         << "output [\n  {\n    name: \"em_trk_none_netout/Softmax\"\n    data_type: TYPE_FP32\n"
+         << "    dims: [ 3 ]\n  },\n  {\n    name: \"michel_netout/Sigmoid\"\n"
+         << "    data_type: TYPE_FP32\n    dims: [ 1 ]\n  }\n]\n"
+         << "dynamic_batching {\n  preferred_batch_size: [ 256 ]\n"
+         << "  max_queue_delay_microseconds: 500\n}\n"
+         << "instance_group [ { count: 1 } ]\n";
+  std::ofstream out(dir / "config.pbtxt", std::ios::trunc);
+  out << config.str();
+  if (!out) throw Error(ErrorCode::kInternal, "cannot write " + (dir / "config.pbtxt").string());
+}
+
+}  // namespace kaas::models
