@@ -4,7 +4,8 @@
 #   --run-only: just what building kaas-info needs (no test, clang or sanitizer tooling)
 set -euo pipefail
 
-packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev)
+packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonnx-dev libprotobuf-dev
+          protobuf-compiler libopenblas-openmp-dev)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
              libbenchmark-dev clang-format libeigen3-dev libopenblas-openmp-dev
