@@ -8,8 +8,7 @@ packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonn
           protobuf-compiler libopenblas-openmp-dev)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
-             libbenchmark-dev clang-format libeigen3-dev libopenblas-openmp-dev
-             libdnnl-dev libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler)
+             libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)
   # kNN: nanoflann peer (bench), scikit-learn / FAISS cross-check and peer (/usr/bin/python3)
   packages+=(libnanoflann-dev python3-numpy python3-sklearn python3-faiss)
 fi
