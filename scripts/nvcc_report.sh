@@ -17,8 +17,11 @@ else
   "$@" 2> "$log"
 fi
 status=$?
-if [[ -n "$object" ]] && grep -q "^ptxas info" "$log"; then
-  grep -E "^ptxas (info|warning)" "$log" > "$object.ptxas.txt"
+# ptxas -v prints "ptxas info : ..." lines and indented continuation lines ("    0 bytes stack
+# frame, 0 bytes spill stores, 0 bytes spill loads") that carry the spill counts.
+report_lines='^ptxas (info|warning)|^    [0-9]+ bytes stack frame'
+if [[ -n "$object" ]] && grep -qE "$report_lines" "$log"; then
+  grep -E "$report_lines" "$log" > "$object.ptxas.txt"
 fi
-grep -v "^ptxas info" "$log" >&2
+grep -vE "$report_lines" "$log" >&2
 exit $status

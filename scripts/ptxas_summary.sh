@@ -27,5 +27,5 @@ awk '
   }' "${reports[@]}" | sort -u > "$out"
 echo "ptxas resource usage (${#reports[@]} objects; full reports: $build/**/*.ptxas.txt):"
 cat "$out"
-spills=$(awk '$6 + 0 > 0 || $10 + 0 > 0' "$out" | wc -l)
+spills=$(awk '$7 + 0 > 0 || $11 + 0 > 0' "$out" | wc -l)
 echo "kernels with spills: $spills"
