@@ -122,39 +122,31 @@ void knn_nanoflann(benchmark::State& state) {
 void knn_sklearn(benchmark::State& state) {
   const Shape s = shape_of(state);
   const auto points = uniform_points(s);
+  // mkstemp fills in the XXXXXX of the template with a unique name.
   char path[] = "/tmp/kaas_knn_bench_XXXXXX";
   const int fd = mkstemp(path);
-  if (fd < 0 || write(fd, points.data(), points.size() * sizeof(float)) !=
-                    ssize_t(points.size() * sizeof(float))) {
-    state.SkipWithError("cannot write the points file");
+  if (fd < 0) {
+    state.SkipWithError("cannot create the points file");
     return;
   }
+  const auto bytes = ssize_t(points.size() * sizeof(float));
+  const bool written = write(fd, points.data(), size_t(bytes)) == bytes;
   close(fd);
+  std::vector<double> seconds;
   const int repeats = 3;
   const std::string command = std::string("/usr/bin/python3 ") + KAAS_BENCH_PEERS_DIR +
                               "/sklearn_knn.py " + path + " " + std::to_string(s.n) + " " +
                               std::to_string(s.dims) + " " + std::to_string(s.k) + " " +
                               std::to_string(s.events) + " " + std::to_string(repeats) + " " +
                               std::to_string(omp_get_max_threads());
-  std::string output;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[512];
-    while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-    pclose(pipe);
-  }
-  unlink(path);
-  // {"seconds": [a, b, c], ...}
-  std::vector<double> seconds;
-  const size_t open = output.find('['), close_at = output.find(']');
-  if (open != std::string::npos && close_at != std::string::npos) {
-    const char* p = output.c_str() + open + 1;
-    char* end = nullptr;
-    for (double t = std::strtod(p, &end); end != p; t = std::strtod(p, &end)) {
-      seconds.push_back(t);
-      p = end;
-      while (*p == ',' || *p == ' ') ++p;
+  if (written) {
+    if (FILE* pipe = popen(command.c_str(), "r")) {  // one line: the repeat times in seconds
+      double t = 0;
+      while (std::fscanf(pipe, "%lf", &t) == 1) seconds.push_back(t);
+      pclose(pipe);
     }
   }
+  unlink(path);
   if (seconds.empty()) {
     state.SkipWithError(("sklearn peer failed: " + command).c_str());
     return;

@@ -5,14 +5,12 @@ Usage: sklearn_knn.py POINTS.f32 N D K EVENTS REPEATS THREADS
 POINTS.f32 holds N x D float32 values (row-major); the N points form EVENTS equal events.
 Per repeat: build one KDTree per event and query every point of it (k = K, the point itself
 included), over THREADS joblib threads (sklearn's NearestNeighbors, algorithm="kd_tree").
-Prints one JSON line: {"seconds": [t_1, ..., t_REPEATS], "sklearn": version}.
+Prints one line: the REPEATS wall times in seconds, separated by spaces.
 """
-import json
 import sys
 import time
 
 import numpy as np
-import sklearn
 from sklearn.neighbors import NearestNeighbors
 
 
@@ -29,7 +27,7 @@ def main():
             nn = NearestNeighbors(n_neighbors=k, algorithm="kd_tree", n_jobs=threads).fit(event)
             nn.kneighbors(event)
         seconds.append(time.perf_counter() - start)
-    print(json.dumps({"seconds": seconds, "sklearn": sklearn.__version__}))
+    print(" ".join(f"{t:.9f}" for t in seconds))
 
 
 if __name__ == "__main__":
