@@ -168,4 +168,25 @@ std::vector<T> to_host(const Queue& queue, const DeviceBuffer<T>& buffer) {
   return host;
 }
 
+// A (small) device view read back to the host, e.g. index arrays a kernel entry point must
+// validate before launching. Waits for the queue. A strided view needs host-addressable memory.
+template <class T>
+std::vector<std::remove_const_t<T>> to_host(const Queue& queue, View1<T> view) {
+  std::vector<std::remove_const_t<T>> host(static_cast<size_t>(view.extent[0]));
+  if (host.empty()) return host;
+  if (view.stride[0] == 1 || host.size() == 1) {
+    queue.backend().copy(host.data(), view.data, host.size() * sizeof(T), CopyKind::kDeviceToHost,
+                         queue.native_stream());
+    queue.wait();
+  } else if (queue.backend().device_memory_is_host()) {
+    queue.wait();
+    for (size_t i = 0; i < host.size(); ++i) host[i] = view[static_cast<int64_t>(i)];
+  } else {
+    throw Error(ErrorCode::kInvalidArgument,
+                "to_host: view stride: expected 1 for device memory, received " +
+                    std::to_string(view.stride[0]));
+  }
+  return host;
+}
+
 }  // namespace kaas

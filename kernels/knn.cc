@@ -56,10 +56,7 @@ void check_arguments(View2<const float> points, View1<const int64_t> row_splits,
 // Copies row_splits to the host (synchronising the queue) and checks its values.
 std::vector<int64_t> read_row_splits(const Queue& queue, View1<const int64_t> row_splits,
                                      int64_t n) {
-  std::vector<int64_t> splits(static_cast<size_t>(row_splits.extent[0]));
-  queue.backend().copy(splits.data(), row_splits.data, splits.size() * sizeof(int64_t),
-                       CopyKind::kDeviceToHost, queue.native_stream());
-  queue.wait();
+  const std::vector<int64_t> splits = to_host(queue, row_splits);
   require(splits[0] == 0, kKernel, "row_splits[0]", "0", std::to_string(splits[0]));
   for (size_t e = 1; e < splits.size(); ++e) {
     if (splits[e] >= splits[e - 1]) continue;
@@ -94,10 +91,7 @@ std::vector<float> check_finite(const Queue& queue, View2<const float> points) {
   if (bad < n) {
     // Error path only: fetch the offending row to name the coordinate and its value.
     for (int64_t d = 0; d < dims; ++d) {
-      float value = 0;
-      queue.backend().copy(&value, &points(bad, d), sizeof(float), CopyKind::kDeviceToHost,
-                           queue.native_stream());
-      queue.wait();
+      const float value = to_host(queue, make_view(&points(bad, d), 1))[0];
       if (std::isfinite(value)) continue;
       require(false, kKernel, "points(" + std::to_string(bad) + ", " + std::to_string(d) + ")",
               "a finite coordinate",

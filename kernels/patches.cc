@@ -26,24 +26,6 @@ void check_params(const PatchParams& p, const char* where) {
           std::to_string(p.patch_wires) + " x " + std::to_string(p.patch_bins));
 }
 
-template <class T>
-std::vector<T> read_back(const Queue& queue, View1<const T> v) {
-  // Small index arrays only; on CPU backends device memory is host memory, on GPUs this is an
-  // explicit copy (and a wait) that the header documents.
-  std::vector<T> host(static_cast<size_t>(v.extent[0]));
-  if (host.empty()) return host;
-  if (queue.backend().device_memory_is_host()) {
-    for (size_t i = 0; i < host.size(); ++i) host[i] = v[static_cast<int64_t>(i)];
-    return host;
-  }
-  require(v.stride[0] == 1, "aggregate_clusters", "index array stride", "1",
-          std::to_string(v.stride[0]));
-  queue.backend().copy(host.data(), v.data, host.size() * sizeof(T), CopyKind::kDeviceToHost,
-                       queue.native_stream());
-  queue.wait();
-  return host;
-}
-
 }  // namespace
 
 int64_t downsampled_bins(int64_t ticks, const PatchParams& params) {
@@ -103,10 +85,8 @@ void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t
                      hit_time, first_bad.view());
   const int32_t bad = to_host(queue, first_bad)[0];
   if (bad != INT32_MAX) {
-    const std::vector<int32_t> w = read_back(
-        queue, View1<const int32_t>(make_view(hit_wire.data + bad * hit_wire.stride[0], 1)));
-    const std::vector<float> t = read_back(
-        queue, View1<const float>(make_view(hit_time.data + bad * hit_time.stride[0], 1)));
+    const auto w = to_host(queue, make_view(&hit_wire[bad], 1));
+    const auto t = to_host(queue, make_view(&hit_time[bad], 1));
     std::ostringstream expected, received;  // (g++ 12 misreports "literal" + std::string&&)
     expected << "inside the image: wire in [0, " << downsampled.extent[0] << "), time in [0, "
              << ticks << ")";
@@ -134,7 +114,7 @@ void aggregate_clusters(const Queue& queue, View2<const float> scores,
   detail::check_same_extent(scores.extent[0], fiducial.extent[0], where, "fiducial extent (hits)");
   detail::check_same_extent(out.extent[0] + 1, cluster_splits.extent[0], where,
                             "cluster_splits extent (clusters + 1)");
-  const auto splits = read_back(queue, cluster_splits);
+  const auto splits = to_host(queue, cluster_splits);
   require(splits.front() == 0, where, "cluster_splits[0]", "0", std::to_string(splits.front()));
   for (size_t c = 1; c < splits.size(); ++c) {
     require(splits[c] >= splits[c - 1], where, "cluster_splits[" + std::to_string(c) + "]",
@@ -143,7 +123,7 @@ void aggregate_clusters(const Queue& queue, View2<const float> scores,
   require(splits.back() == cluster_hits.extent[0], where, "cluster_splits[last]",
           std::to_string(cluster_hits.extent[0]) + " (cluster_hits extent)",
           std::to_string(splits.back()));
-  const auto hits = read_back(queue, cluster_hits);
+  const auto hits = to_host(queue, cluster_hits);
   for (size_t m = 0; m < hits.size(); ++m) {
     require(hits[m] >= 0 && hits[m] < scores.extent[0], where,
             "cluster_hits[" + std::to_string(m) + "]",

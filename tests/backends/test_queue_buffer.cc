@@ -34,6 +34,21 @@ TEST_P(QueueBufferTest, RoundTripThroughDeviceAndPinnedMemory) {
   EXPECT_EQ(tail.back(), 499);
 }
 
+TEST_P(QueueBufferTest, ViewsReadBackToTheHost) {
+  Queue queue(*GetParam());
+  const std::vector<int64_t> values = {5, 6, 7, 8, 9, 10};
+  auto device = to_device(queue, values);
+  EXPECT_EQ(to_host(queue, View1<const int64_t>(device.view())), values);
+  View1<const int64_t> every_other = device.view();
+  every_other.extent[0] = 3, every_other.stride[0] = 2;
+  if (queue.backend().device_memory_is_host()) {
+    EXPECT_EQ(to_host(queue, every_other), (std::vector<int64_t>{5, 7, 9}));
+  } else {
+    EXPECT_THROW(to_host(queue, every_other), Error);
+  }
+  EXPECT_TRUE(to_host(queue, View1<const int64_t>{}).empty());
+}
+
 TEST_P(QueueBufferTest, CopySizeErrorsNameTheSizes) {
   Queue queue(*GetParam());
   auto device = make_device_buffer<float>(queue, 8);
