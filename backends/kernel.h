@@ -48,4 +48,9 @@ inline int64_t grid_groups(const Queue& queue, int64_t work_groups) {
   return work_groups < resident ? work_groups : resident;
 }
 
+// Groups for a grid-stride loop over `elements` elements in groups of `group_size`.
+inline int64_t element_grid(const Queue& queue, int64_t elements, int group_size) {
+  return grid_groups(queue, math::ceil_div(elements, group_size));
+}
+
 }  // namespace kaas::KAAS_BACKEND_NS

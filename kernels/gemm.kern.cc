@@ -128,10 +128,6 @@ struct GemmEpilogueKernel {
   }
 };
 
-int64_t elementwise_groups(const Queue& queue, int64_t count) {
-  return grid_groups(queue, math::ceil_div(count, 256));
-}
-
 }  // namespace
 
 void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const float> b,
@@ -148,11 +144,11 @@ void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const 
 }
 
 void gemm_fill_launch(const Queue& queue, View2<const float> c, float beta, View2<float> y) {
-  launch(queue, elementwise_groups(queue, y.size()), 256, 0, GemmFillKernel{}, c, beta, y);
+  launch(queue, element_grid(queue, y.size(), 256), 256, 0, GemmFillKernel{}, c, beta, y);
 }
 
 void gemm_epilogue_launch(const Queue& queue, Epilogue epilogue, View2<float> y) {
-  launch(queue, elementwise_groups(queue, y.size()), 256, 0, GemmEpilogueKernel{}, epilogue, y);
+  launch(queue, element_grid(queue, y.size(), 256), 256, 0, GemmEpilogueKernel{}, epilogue, y);
 }
 
 }  // namespace kaas::KAAS_BACKEND_NS

@@ -383,7 +383,7 @@ void with_dims(int64_t dims, F&& f) {
 void knn_check_launch(const Queue& queue, View2<const float> points, View1<int32_t> first_bad,
                       View1<float> bounds) {
   const int size = 256;
-  const int64_t groups = grid_groups(queue, math::ceil_div(points.extent[0], size));
+  const int64_t groups = element_grid(queue, points.extent[0], size);
   launch(queue, groups, size, 0, CheckKernel{}, points, first_bad, bounds);
 }
 
@@ -406,10 +406,9 @@ void knn_bin_count_launch(const Queue& queue, View2<const float> points,
                           View1<const int64_t> row_splits, KnnGrid grid, View1<int32_t> cell_of,
                           View1<int32_t> slot, View1<int32_t> counts) {
   const int size = 256;
-  launch(queue, grid_groups(queue, math::ceil_div(counts.extent[0], size)), size, 0, FillKernel{},
-         counts);
-  launch(queue, grid_groups(queue, math::ceil_div(points.extent[0], size)), size, 0, CountKernel{},
-         points, row_splits, grid, cell_of, slot, counts);
+  launch(queue, element_grid(queue, counts.extent[0], size), size, 0, FillKernel{}, counts);
+  launch(queue, element_grid(queue, points.extent[0], size), size, 0, CountKernel{}, points,
+         row_splits, grid, cell_of, slot, counts);
 }
 
 void knn_bin_scatter_launch(const Queue& queue, View2<const float> points,
@@ -417,8 +416,8 @@ void knn_bin_scatter_launch(const Queue& queue, View2<const float> points,
                             View1<const int32_t> starts, View1<float> sorted_points,
                             View1<int32_t> sorted_index) {
   const int size = 256;
-  launch(queue, grid_groups(queue, math::ceil_div(points.extent[0], size)), size, 0,
-         ScatterKernel{}, points, cell_of, slot, starts, sorted_points, sorted_index);
+  launch(queue, element_grid(queue, points.extent[0], size), size, 0, ScatterKernel{}, points,
+         cell_of, slot, starts, sorted_points, sorted_index);
 }
 
 void knn_binned_search_launch(const Queue& queue, KnnGrid grid, View1<const float> sorted_points,
@@ -427,7 +426,7 @@ void knn_binned_search_launch(const Queue& queue, KnnGrid grid, View1<const floa
                               View2<float> distances, int group_size) {
   const int size = search_group_size(group_size);
   const int64_t dims = grid.dims;
-  const int64_t groups = grid_groups(queue, math::ceil_div(sorted_index.extent[0], size));
+  const int64_t groups = element_grid(queue, sorted_index.extent[0], size);
   with_dims<BinnedSearchKernel>(dims, [&](auto kernel) {
     launch(queue, groups, size, 0, kernel, grid, sorted_points, sorted_index, cell_of, starts, k,
            indices, distances);

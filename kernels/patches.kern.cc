@@ -110,23 +110,18 @@ struct AggregateKernel {
   }
 };
 
-int64_t element_groups(const Queue& queue, int64_t count, int size) {
-  return grid_groups(queue, math::ceil_div(count, size));
-}
-
 }  // namespace
 
 void downsample_launch(const Queue& queue, View2<const float> image, View2<float> down,
                        PatchScaling scaling, LaunchConfig config) {
   const int size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : element_groups(queue, down.size(), size);
+  const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, down.size(), size);
   launch(queue, groups, size, 0, DownsampleKernel{}, image, down, scaling);
 }
 
 void hit_check_launch(const Queue& queue, int64_t wires, int64_t ticks, View1<const int32_t> wire,
                       View1<const float> time, View1<int32_t> first_bad) {
-  launch(queue, element_groups(queue, wire.extent[0], 256), 256, 0, HitCheckKernel{}, wires, ticks,
+  launch(queue, element_grid(queue, wire.extent[0], 256), 256, 0, HitCheckKernel{}, wires, ticks,
          wire, time, first_bad);
 }
 
@@ -144,7 +139,7 @@ void aggregate_launch(const Queue& queue, View2<const float> scores, View1<const
                       LaunchConfig config) {
   const int size = config.group_size > 0 ? config.group_size : 128;
   const int64_t groups =
-      config.groups > 0 ? config.groups : element_groups(queue, out.extent[0], size);
+      config.groups > 0 ? config.groups : element_grid(queue, out.extent[0], size);
   launch(queue, groups, size, 0, AggregateKernel{}, scores, fiducial, splits, hits, out);
 }
 

@@ -21,7 +21,8 @@ struct ReduceRowsKernel {
       for (int64_t e : group_elements(ctx, size)) partial[e] = Op::template identity<float>();
       for (int64_t base = 0; base < cols; base += size) {
         const int64_t width = math::min<int64_t>(size, cols - base);
-        for (int64_t e : group_elements(ctx, width)) partial[e] = Op{}(partial[e], x(row, base + e));
+        for (int64_t e : group_elements(ctx, width))
+          partial[e] = Op{}(partial[e], x(row, base + e));
       }
       detail::group_reduce(ctx, partial, size, Op{});
       for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) out[row] = partial[0];

@@ -99,8 +99,7 @@ void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x
   const int64_t lines = x.extent[0] * x.extent[2];
   if (x.extent[1] <= kShortLine) {
     const int size = config.group_size > 0 ? config.group_size : 256;
-    const int64_t groups =
-        config.groups > 0 ? config.groups : grid_groups(queue, math::ceil_div(lines, size));
+    const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, lines, size);
     return launch(queue, groups, size, 0, ShortLineSoftmaxKernel{}, kind, x, y);
   }
   // Longer lines: one group each, sized to the line (up to 256 elements).
@@ -116,8 +115,7 @@ void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x
 void activate_launch(const Queue& queue, Epilogue epilogue, View1<const float> x, View1<float> y,
                      LaunchConfig config) {
   const int size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : grid_groups(queue, math::ceil_div(x.extent[0], size));
+  const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, x.extent[0], size);
   launch(queue, groups, size, 0, ActivateKernel{}, epilogue, x, y);
 }
 

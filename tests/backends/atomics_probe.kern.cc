@@ -20,7 +20,7 @@ struct AtomicsProbeKernel {
 };
 
 void atomics_probe(const Queue& queue, int64_t n, AtomicTargets targets) {
-  launch(queue, grid_groups(queue, math::ceil_div(n, 64)), 64, 0, AtomicsProbeKernel{}, n, targets);
+  launch(queue, element_grid(queue, n, 64), 64, 0, AtomicsProbeKernel{}, n, targets);
 }
 
 }  // namespace kaas::KAAS_BACKEND_NS
