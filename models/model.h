@@ -1,0 +1,27 @@
+#pragma once
+// What every servable model is to its callers (kaas-infer, kaas-server, the client API): a
+// signature and a run() on host tensors. Implementations preallocate their device memory for
+// max_batch at construction; run() calls on one instance are serialised (one execution at a
+// time, as one Triton model instance).
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/tensor.h"
+
+namespace kaas::models {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const std::string& name() const = 0;
+  virtual const ModelSignature& signature() const = 0;
+  // One line per step of the execution plan (which kernels run, what was folded or fused).
+  virtual std::vector<std::string> describe() const = 0;
+  // Inputs by name in any order (checked with check_inputs); outputs in signature order.
+  // Throws kaas::Error; the model stays usable after an error.
+  virtual std::vector<HostTensor> run(std::span<const HostTensor> inputs) = 0;
+};
+
+}  // namespace kaas::models

@@ -1,0 +1,207 @@
+#include "models/onnx_fused.h"
+
+#include <algorithm>
+
+#include "kernels/conv2d.h"
+#include "kernels/gemm.h"
+#include "kernels/mlp_heads.h"
+
+namespace kaas::models::onnx_import {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+bool constant(const Graph& g, int value) {
+  return value >= 0 && g.values[value].constant;
+}
+
+// A dense layer with constant weight and a constant [N] / [1,N] bias (or none), alpha 1.
+bool plain_dense(const Graph& g, const Op& op, int64_t max_out, const std::vector<Shape>& shapes) {
+  if (op.kind != OpKind::kGemm || op.gemm.trans_a || op.gemm.alpha != 1.0f ||
+      !constant(g, op.inputs[1]))
+    return false;
+  const int64_t n = shapes[op.output][1];
+  if (max_out > 0 && n > max_out) return false;
+  if (op.inputs.size() < 3 || op.inputs[2] < 0) return true;
+  const Shape& c = shapes[op.inputs[2]];
+  return constant(g, op.inputs[2]) && op.gemm.beta == 1.0f &&
+         ((c.size() == 1 && c[0] == n) || (c.size() == 2 && c[0] == 1 && c[1] == n));
+}
+
+// The ops reading `value`.
+std::vector<int> readers(const Graph& g, int value) {
+  std::vector<int> r;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (std::find(g.ops[i].inputs.begin(), g.ops[i].inputs.end(), value) != g.ops[i].inputs.end())
+      r.push_back(static_cast<int>(i));
+  }
+  return r;
+}
+
+bool is_output(const Graph& g, int value) {
+  return std::any_of(g.outputs.begin(), g.outputs.end(),
+                     [&](const auto& o) { return o.second == value; });
+}
+
+View2<const float> weight_view(const float* data, const Shape& shape, bool trans_b) {
+  // As [K, N]: a [N, K] weight is read with swapped strides.
+  View2<const float> w;
+  w.data = data;
+  w.extent[0] = trans_b ? shape[1] : shape[0];
+  w.extent[1] = trans_b ? shape[0] : shape[1];
+  w.stride[0] = trans_b ? 1 : shape[1];
+  w.stride[1] = trans_b ? shape[1] : 1;
+  return w;
+}
+
+DenseLayer dense_layer(const Graph& g, const Op& op, const std::vector<Shape>& shapes,
+                       const std::function<float*(int)>& data_of) {
+  DenseLayer l;
+  l.w = weight_view(data_of(op.inputs[1]), shapes[op.inputs[1]], op.gemm.trans_b);
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0)
+    l.b = make_view(static_cast<const float*>(data_of(op.inputs[2])), l.w.extent[1]);
+  l.epilogue = op.gemm.epilogue;
+  (void)g;
+  return l;
+}
+
+}  // namespace
+
+std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string& why_not) {
+  const auto shapes = infer_shapes(g, 1);
+  auto fail = [&](const std::string& why) {
+    why_not = why;
+    return std::nullopt;
+  };
+  if (g.ops.size() != 7)
+    return fail("the graph has " + std::to_string(g.ops.size()) +
+                " ops after simplification, the pattern 7");
+  if (g.inputs.size() != 1 || g.outputs.size() != 2) return fail("not one input and two outputs");
+  ConvDenseHeads p{};
+  const std::vector<int> first = readers(g, g.inputs[0]);
+  if (first.size() != 1 || g.ops[first[0]].kind != OpKind::kConv)
+    return fail("the input does not feed one Conv");
+  p.conv = first[0];
+  const Op& conv = g.ops[p.conv];
+  const Conv2dParams& c = conv.conv;
+  const bool valid =
+      c.auto_pad == AutoPad::kValid || (c.auto_pad == AutoPad::kNotSet && c.pad_top == 0 &&
+                                        c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0);
+  if (c.layout != Layout::kNHWC || c.groups != 1 || c.stride_h != 1 || c.stride_w != 1 ||
+      c.dilation_h != 1 || c.dilation_w != 1 || !valid || !constant(g, conv.inputs[1]) ||
+      (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !constant(g, conv.inputs[2])))
+    return fail("the Conv is not an NHWC, valid, stride-1, constant-weight convolution");
+  auto sole = [&](int value, OpKind kind) -> int {
+    const auto r = readers(g, value);
+    return r.size() == 1 && g.ops[r[0]].kind == kind && !is_output(g, value) ? r[0] : -1;
+  };
+  if ((p.flatten = sole(conv.output, OpKind::kFlatten)) < 0 || g.ops[p.flatten].axis != 1)
+    return fail("the Conv does not feed Flatten(axis=1)");
+  if ((p.dense1 = sole(g.ops[p.flatten].output, OpKind::kGemm)) < 0 ||
+      !plain_dense(g, g.ops[p.dense1], 0, shapes))
+    return fail("Flatten does not feed a dense layer with constant weights");
+  if ((p.dense2 = sole(g.ops[p.dense1].output, OpKind::kGemm)) < 0 ||
+      !plain_dense(g, g.ops[p.dense2], kMlpHeadsMaxHidden, shapes))
+    return fail("the first dense layer does not feed a second one of <= 64 units");
+  const int hidden = g.ops[p.dense2].output;
+  const auto heads = readers(g, hidden);
+  if (heads.size() != 2 || is_output(g, hidden))
+    return fail("the hidden layer does not feed two heads");
+  p.head_a = p.head_b = -1;
+  for (int h : heads) {
+    const Op& head = g.ops[h];
+    if (!plain_dense(g, head, kMlpHeadsMaxOutputs, shapes))
+      return fail("a head is not a small dense layer");
+    const auto r = readers(g, head.output);
+    if (r.size() == 1 && g.ops[r[0]].kind == OpKind::kSoftmax &&
+        g.ops[r[0]].softmax == SoftmaxKind::kSoftmax &&
+        head.gemm.epilogue.activation == Activation::kNone &&
+        (g.ops[r[0]].axis == 1 || g.ops[r[0]].axis == -1) && !is_output(g, head.output) &&
+        is_output(g, g.ops[r[0]].output) && p.head_a < 0) {
+      p.head_a = h;
+      p.softmax = r[0];
+    } else if (r.empty() && is_output(g, head.output)) {
+      p.head_b = h;
+    }
+  }
+  if (p.head_a < 0 || p.head_b < 0)
+    return fail("the heads are not one dense+Softmax and one dense(+activation) output");
+  return p;
+}
+
+int64_t slab_rows(const Graph& g, const ConvDenseHeads& p, const std::vector<Shape>& shapes,
+                  int64_t batch_tile, int64_t slab_bytes) {
+  const Shape& y = shapes[g.ops[p.conv].output];  // [n, OH, OW, OC]
+  const int64_t row_bytes = batch_tile * y[2] * y[3] * int64_t(sizeof(float));
+  return std::clamp<int64_t>(slab_bytes / std::max<int64_t>(row_bytes, 1), 1, y[1]);
+}
+
+void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHeads& p,
+                          const std::vector<Shape>& shapes,
+                          const std::function<float*(int)>& data_of, const FusedBuffers& buffers) {
+  const Op& conv = g.ops[p.conv];
+  const Op& dense1 = g.ops[p.dense1];
+  Shape x = shapes[conv.inputs[0]];  // [n, H, W, C]
+  if (conv.conv_c1_as_nhwc) x = {x[0], x[2], x[3], x[1]};
+  const Shape& w = shapes[conv.inputs[1]];  // [OC, C, KH, KW]
+  const Shape& y = shapes[conv.output];     // [n, OH, OW, OC]
+  const int64_t n = x[0], row_values = y[2] * y[3];
+  const int64_t n1 = shapes[dense1.output][1];
+  const int64_t tile = std::min(n, buffers.batch_tile);
+  const int64_t rows_per_pass = std::max<int64_t>(1, buffers.slab_elements / (tile * row_values));
+  const float* input = data_of(conv.inputs[0]);
+  const auto weight =
+      make_view<4>(static_cast<const float*>(data_of(conv.inputs[1])), {w[0], w[1], w[2], w[3]});
+  View1<const float> conv_bias;
+  if (conv.inputs.size() > 2 && conv.inputs[2] >= 0)
+    conv_bias = make_view(static_cast<const float*>(data_of(conv.inputs[2])), w[0]);
+  // The first dense weight as stored: [K, N1], or [N1, K] with transB (PyTorch Linear).
+  const Shape& w1_shape = shapes[dense1.inputs[1]];
+  const auto w1 = make_view<2>(static_cast<const float*>(data_of(dense1.inputs[1])),
+                               {w1_shape[0], w1_shape[1]});
+  View2<const float> bias1;
+  if (dense1.inputs.size() > 2 && dense1.inputs[2] >= 0) {
+    bias1.data = data_of(dense1.inputs[2]);
+    bias1.extent[0] = 1, bias1.extent[1] = n1, bias1.stride[0] = 0, bias1.stride[1] = 1;
+  }
+  Conv2dParams slab_params = conv.conv;
+  slab_params.auto_pad = AutoPad::kNotSet;
+  slab_params.pad_top = slab_params.pad_left = slab_params.pad_bottom = slab_params.pad_right = 0;
+  for (int64_t t0 = 0; t0 < n; t0 += tile) {
+    const int64_t nt = std::min(tile, n - t0);
+    const auto acc = make_view<2>(buffers.dense1 + t0 * n1, {nt, n1});
+    for (int64_t h0 = 0; h0 < y[1]; h0 += rows_per_pass) {
+      const int64_t rows = std::min(rows_per_pass, y[1] - h0);
+      View<const float, 4> in;
+      in.data = input + (t0 * x[1] + h0) * x[2] * x[3];
+      const int64_t extents[4] = {nt, rows + w[2] - 1, x[2], x[3]};
+      const int64_t strides[4] = {x[1] * x[2] * x[3], x[2] * x[3], x[3], 1};
+      for (int d = 0; d < 4; ++d) in.extent[d] = extents[d], in.stride[d] = strides[d];
+      const auto slab = make_view<4>(buffers.slab, {nt, rows, y[2], y[3]});
+      conv2d(queue, in, weight, conv_bias, slab, slab_params);
+      // The K range of these conv rows: rows of W1, or columns with transB.
+      View2<const float> w1_rows = w1;
+      const int k_axis = dense1.gemm.trans_b ? 1 : 0;
+      w1_rows.data += h0 * row_values * w1.stride[k_axis];
+      w1_rows.extent[k_axis] = rows * row_values;
+      GemmParams gp;
+      gp.beta = 1.0f;
+      gp.trans_b = dense1.gemm.trans_b;
+      gp.epilogue = h0 + rows == y[1] ? dense1.gemm.epilogue : Epilogue{};
+      const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
+      gemm(queue, make_view<2>(static_cast<const float*>(buffers.slab), {nt, rows * row_values}),
+           w1_rows, c, acc, gp);
+    }
+  }
+  const Op& head_a = g.ops[p.head_a];
+  const Op& head_b = g.ops[p.head_b];
+  const int64_t na = shapes[head_a.output][1], nb = shapes[head_b.output][1];
+  mlp_two_heads(queue, make_view<2>(static_cast<const float*>(buffers.dense1), {n, n1}),
+                dense_layer(g, g.ops[p.dense2], shapes, data_of),
+                dense_layer(g, head_a, shapes, data_of), dense_layer(g, head_b, shapes, data_of),
+                make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),
+                make_view<2>(data_of(head_b.output), {n, nb}));
+}
+
+}  // namespace kaas::models::onnx_import

@@ -1,0 +1,348 @@
+#include "models/onnx_model.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "backends/buffer.h"
+#include "backends/error.h"
+#include "backends/queue.h"
+#include "kernels/elementwise.h"
+#include "models/onnx_fused.h"
+#include "models/onnx_graph.h"
+
+namespace kaas::models {
+
+using onnx_import::Graph;
+using onnx_import::Op;
+using onnx_import::OpKind;
+using Shape = std::vector<int64_t>;
+
+onnx::ModelProto read_onnx_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kNotFound, "ONNX model: cannot open '" + path.string() + "'");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in) || !model.has_graph())
+    throw Error(ErrorCode::kInvalidArgument,
+                "ONNX model: '" + path.string() +
+                    "' is not a valid ONNX ModelProto (truncated, corrupt or another format)");
+  return model;
+}
+
+namespace {
+
+View2<const float> view2(const float* data, const Shape& s) {
+  return make_view<2>(data, {s[0], s[1]});
+}
+
+// ONNX Gemm's C as a broadcast [M, N] view: [M,N], [1,N], [N], [M,1], [1] or a scalar.
+View2<const float> gemm_c_view(const float* data, const Shape& c, int64_t n) {
+  View2<const float> v;
+  v.data = data;
+  if (c.size() == 2) return view2(data, c);
+  v.extent[0] = 1;
+  v.extent[1] = c.size() == 1 ? c[0] : 1;
+  v.stride[0] = 0;
+  v.stride[1] = 1;
+  (void)n;
+  return v;
+}
+
+class OnnxModel final : public Model {
+ public:
+  OnnxModel(const onnx::ModelProto& proto, const Backend& backend, const OnnxModelOptions& options)
+      : name_(options.name), graph_(onnx_import::parse(proto)), queue_(backend), options_(options) {
+    onnx_import::simplify(graph_);
+    if (!backend.available())
+      throw Error(ErrorCode::kUnavailable,
+                  "backend " + std::string(backend.name()) + ": " + backend.unavailable_reason());
+    max_batch_ = graph_.batched ? options.max_batch : 0;
+    if (graph_.batched && max_batch_ < 1)
+      throw Error(ErrorCode::kInvalidArgument, "model '" + name_ + "': max_batch must be >= 1");
+    max_shapes_ = onnx_import::infer_shapes(graph_, std::max<int64_t>(max_batch_, 1));
+    make_signature();
+    upload_constants();
+    choose_plan();
+  }
+
+  const std::string& name() const override { return name_; }
+  const ModelSignature& signature() const override { return signature_; }
+  std::vector<std::string> describe() const override { return plan_; }
+
+  std::vector<HostTensor> run(std::span<const HostTensor> inputs) override {
+    const CheckedInputs checked = check_inputs(signature_, inputs, name_);
+    std::lock_guard lock(mutex_);
+    try {
+      const auto shapes =
+          graph_.batched ? onnx_import::infer_shapes(graph_, checked.batch) : max_shapes_;
+      for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+        const HostTensor& in = *checked.ordered[i];
+        copy_to_device(queue_, in.values<float>(), storage(graph_.inputs[i]));
+      }
+      if (fused_) {
+        onnx_import::FusedBuffers buffers{fused_slab_.data(), int64_t(fused_slab_.size()),
+                                          fused_dense1_.data(), options_.fused_batch_tile};
+        onnx_import::run_conv_dense_heads(
+            queue_, graph_, *fused_, shapes, [this](int v) { return data(v); }, buffers);
+      } else {
+        for (const Op& op : graph_.ops) execute(op, shapes);
+      }
+      std::vector<HostTensor> outputs;
+      for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+        const int value = graph_.outputs[o].second;
+        HostTensor out{signature_.outputs[o].name, DataType::kFloat32, shapes[value], {}};
+        out.bytes.resize(size_t(element_count(out.shape)) * sizeof(float));
+        copy_to_host(queue_, storage(value), out.values<float>());
+        outputs.push_back(std::move(out));
+      }
+      queue_.wait();
+      return outputs;
+    } catch (...) {
+      queue_.wait();  // nothing of this call stays in flight
+      throw;
+    }
+  }
+
+ private:
+  const DeviceBuffer<float>& storage(int value) const { return storages_[storage_of_[value]]; }
+  float* data(int value) const { return storage(value).data(); }
+
+  void make_signature() {
+    signature_.max_batch = max_batch_;
+    for (int id : graph_.inputs)
+      signature_.inputs.push_back(
+          {graph_.values[id].name, DataType::kFloat32, graph_.values[id].shape});
+    const auto at1 = onnx_import::infer_shapes(graph_, 1);
+    const auto at2 = graph_.batched ? onnx_import::infer_shapes(graph_, 2) : at1;
+    for (const auto& [name, id] : graph_.outputs) {
+      Shape shape = at1[id];
+      if (graph_.batched) {
+        // The batch must travel through to every output as its first dimension.
+        bool scales = !shape.empty() && shape[0] == 1 && at2[id][0] == 2;
+        for (size_t d = 1; scales && d < shape.size(); ++d) scales = at2[id][d] == shape[d];
+        if (!scales)
+          throw Error(ErrorCode::kUnimplemented, "ONNX model: output '" + name +
+                                                     "' does not carry the batch dimension first "
+                                                     "(shape " +
+                                                     shape_string(at1[id]) + " at batch 1, " +
+                                                     shape_string(at2[id]) + " at batch 2)");
+        shape[0] = kVariableDim;
+      }
+      signature_.outputs.push_back({name, DataType::kFloat32, shape});
+    }
+  }
+
+  void upload_constants() {
+    storage_of_.assign(graph_.values.size(), -1);
+    const auto uses = onnx_import::use_counts(graph_);
+    for (size_t v = 0; v < graph_.values.size(); ++v) {
+      const auto& value = graph_.values[v];
+      if (!value.constant || value.is_int64 || uses[v] == 0) continue;
+      storage_of_[v] = static_cast<int>(storages_.size());
+      storages_.push_back(to_device(queue_, value.data));
+    }
+    queue_.wait();
+  }
+
+  int new_storage(int64_t elements) {
+    storages_.push_back(make_device_buffer<float>(queue_, size_t(std::max<int64_t>(elements, 1))));
+    return static_cast<int>(storages_.size()) - 1;
+  }
+
+  // Unfused plan: intermediates share pooled buffers by liveness; Flatten/Reshape alias their
+  // input's buffer. Inputs get their own buffers (reused once dead).
+  void plan_unfused() {
+    const int end = static_cast<int>(graph_.ops.size());
+    std::vector<int> root(graph_.values.size());
+    for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
+    for (const Op& op : graph_.ops) {
+      if (op.kind == OpKind::kFlatten || op.kind == OpKind::kReshape)
+        root[op.output] = root[op.inputs[0]];
+    }
+    std::vector<int> last_use(graph_.values.size(), -1);
+    for (int i = 0; i < end; ++i) {
+      for (int in : graph_.ops[i].inputs) {
+        if (in >= 0) last_use[root[in]] = std::max(last_use[root[in]], i);
+      }
+    }
+    for (const auto& [name, id] : graph_.outputs) last_use[root[id]] = end;
+    std::multimap<size_t, int> free_pool;  // capacity -> storage
+    for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
+    for (int i = 0; i < end; ++i) {
+      const Op& op = graph_.ops[i];
+      if (op.kind == OpKind::kFlatten || op.kind == OpKind::kReshape) {
+        storage_of_[op.output] = storage_of_[op.inputs[0]];
+      } else {
+        const size_t need = size_t(element_count(max_shapes_[op.output]));
+        const auto fit = free_pool.lower_bound(need);
+        if (fit != free_pool.end()) {
+          storage_of_[op.output] = fit->second;
+          free_pool.erase(fit);
+        } else {
+          storage_of_[op.output] = new_storage(int64_t(need));
+        }
+      }
+      for (int in : op.inputs) {
+        if (in < 0 || graph_.values[root[in]].constant || last_use[root[in]] != i) continue;
+        last_use[root[in]] = -2;  // freed once, even when read twice by this op
+        const int s = storage_of_[root[in]];
+        free_pool.emplace(storages_[s].size(), s);
+      }
+    }
+    for (const Op& op : graph_.ops) {
+      const Shape& out = max_shapes_[op.output];
+      plan_.push_back(op.op_type + " " + op.node + " -> " + shape_string(out));
+    }
+  }
+
+  void choose_plan() {
+    plan_ = graph_.log;
+    std::string why_not;
+    if (options_.fused != FusedPlan::kOff) {
+      if (auto match = onnx_import::match_conv_dense_heads(graph_, why_not)) fused_ = *match;
+    }
+    if (options_.fused == FusedPlan::kRequire && !fused_)
+      throw Error(
+          ErrorCode::kUnimplemented,
+          "model '" + name_ + "': the fused conv-dense-heads plan does not apply: " + why_not);
+    if (!fused_) {
+      plan_unfused();
+      plan_.push_back(options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
+                                                        : "plan: unfused (" + why_not + ")");
+      return;
+    }
+    for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
+    const Op& softmax = graph_.ops[fused_->softmax];
+    const Op& head_b = graph_.ops[fused_->head_b];
+    for (int v : {softmax.output, head_b.output})
+      storage_of_[v] = new_storage(element_count(max_shapes_[v]));
+    const int64_t tile =
+        std::min<int64_t>(std::max<int64_t>(max_batch_, 1), options_.fused_batch_tile);
+    options_.fused_batch_tile = tile;
+    const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
+    const int64_t slab_budget = queue_.backend().device_memory_is_host()
+                                    ? options_.fused_slab_bytes
+                                    : tile * element_count(conv_out) / conv_out[0] * 4;
+    const int64_t rows = onnx_import::slab_rows(graph_, *fused_, max_shapes_, tile, slab_budget);
+    fused_slab_ =
+        make_device_buffer<float>(queue_, size_t(tile * rows * conv_out[2] * conv_out[3]));
+    fused_dense1_ = make_device_buffer<float>(
+        queue_, size_t(max_shapes_[graph_.ops[fused_->dense1].output][0] *
+                       max_shapes_[graph_.ops[fused_->dense1].output][1]));
+    plan_.push_back("plan: fused conv-dense-heads: " + graph_.ops[fused_->conv].op_type + " " +
+                    std::to_string(rows) + " output rows x " + std::to_string(tile) +
+                    " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
+                    "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
+  }
+
+  void execute(const Op& op, const std::vector<Shape>& shapes) {
+    auto in = [&](int i) -> const float* { return data(op.inputs[i]); };
+    auto has = [&](int i) { return int(op.inputs.size()) > i && op.inputs[i] >= 0; };
+    const Shape& x = shapes[op.inputs[0]];
+    const Shape& y = shapes[op.output];
+    float* out = data(op.output);
+    switch (op.kind) {
+      case OpKind::kConv: {
+        const Shape& w = shapes[op.inputs[1]];
+        Shape xs = x;
+        if (op.conv_c1_as_nhwc) xs = {x[0], x[2], x[3], x[1]};
+        View1<const float> bias;
+        if (has(2)) bias = make_view(in(2), w[0]);
+        conv2d(queue_, make_view<4>(in(0), {xs[0], xs[1], xs[2], xs[3]}),
+               make_view<4>(in(1), {w[0], w[1], w[2], w[3]}), bias,
+               make_view<4>(out, {y[0], y[1], y[2], y[3]}), op.conv);
+        return;
+      }
+      case OpKind::kGemm: {
+        View2<const float> c;
+        if (has(2)) c = gemm_c_view(in(2), shapes[op.inputs[2]], y[1]);
+        gemm(queue_, view2(in(0), x), view2(in(1), shapes[op.inputs[1]]), c,
+             make_view<2>(out, {y[0], y[1]}), op.gemm);
+        return;
+      }
+      case OpKind::kMatMul:
+        matmul(queue_, in(0), x, in(1), shapes[op.inputs[1]], out);
+        return;
+      case OpKind::kAdd:
+        binary(queue_, BinaryOp::kAdd, broadcast_view(in(0), x, y),
+               broadcast_view(in(1), std::span<const int64_t>(shapes[op.inputs[1]]), y),
+               to_rank6(out, std::span<const int64_t>(y)));
+        return;
+      case OpKind::kActivation:
+        activate(queue_, op.activation, make_view(in(0), element_count(x)),
+                 make_view(out, element_count(y)));
+        return;
+      case OpKind::kSoftmax: {
+        const int64_t rank = int64_t(x.size());
+        const int64_t axis = op.axis < 0 ? op.axis + rank : op.axis;
+        int64_t outer = 1, length = 1, inner = 1;
+        for (int64_t d = 0; d < rank; ++d) {
+          (d < axis ? outer : (d == axis || op.softmax_2d) ? length : inner) *= x[d];
+        }
+        softmax(queue_, op.softmax, make_view<3>(in(0), {outer, length, inner}),
+                make_view<3>(out, {outer, length, inner}));
+        return;
+      }
+      case OpKind::kTranspose: {
+        Shape perm = op.perm;
+        if (perm.empty()) {
+          for (size_t d = x.size(); d-- > 0;) perm.push_back(int64_t(d));
+        }
+        Shape strides(x.size()), permuted(x.size());
+        int64_t s = 1;
+        for (size_t d = x.size(); d-- > 0;) strides[d] = s, s *= x[d];
+        for (size_t d = 0; d < x.size(); ++d) permuted[d] = strides[perm[d]];
+        copy_strided(queue_, to_rank6(in(0), std::span<const int64_t>(y), permuted),
+                     to_rank6(out, std::span<const int64_t>(y)));
+        return;
+      }
+      case OpKind::kConcat: {
+        const int64_t axis = op.axis < 0 ? op.axis + int64_t(y.size()) : op.axis;
+        Shape out_strides(y.size());
+        int64_t s = 1;
+        for (size_t d = y.size(); d-- > 0;) out_strides[d] = s, s *= y[d];
+        int64_t offset = 0;
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          const Shape& part = shapes[op.inputs[i]];
+          copy_strided(queue_, to_rank6(in(int(i)), std::span<const int64_t>(part)),
+                       to_rank6(out + offset * out_strides[axis], std::span<const int64_t>(part),
+                                out_strides));
+          offset += part[axis];
+        }
+        return;
+      }
+      case OpKind::kFlatten:
+      case OpKind::kReshape:
+        return;  // the output aliases the input's buffer
+    }
+  }
+
+  std::string name_;
+  Graph graph_;
+  Queue queue_;
+  OnnxModelOptions options_;
+  int64_t max_batch_ = 0;
+  std::vector<Shape> max_shapes_;
+  ModelSignature signature_;
+  std::vector<std::string> plan_;
+  std::vector<DeviceBuffer<float>> storages_;
+  std::vector<int> storage_of_;
+  std::optional<onnx_import::ConvDenseHeads> fused_;
+  DeviceBuffer<float> fused_slab_, fused_dense1_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_onnx_model(const onnx::ModelProto& model, const Backend& backend,
+                                       const OnnxModelOptions& options) {
+  return std::make_unique<OnnxModel>(model, backend, options);
+}
+
+std::unique_ptr<Model> load_onnx_model(const std::filesystem::path& path, const Backend& backend,
+                                       const OnnxModelOptions& options) {
+  return make_onnx_model(read_onnx_file(path), backend, options);
+}
+
+}  // namespace kaas::models

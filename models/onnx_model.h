@@ -1,0 +1,49 @@
+#pragma once
+// ONNX models on kaas kernels: load a model.onnx (Debian's libonnx protobuf classes and
+// checker), simplify the graph, plan device buffers for a maximum batch and run on any backend.
+// Inputs and outputs by name; the first input dimension may be dynamic (the batch).
+//
+// Execution plans:
+//  - unfused: one kernel per remaining op, intermediates in pooled device buffers reused by
+//    liveness. Always available; the oracle of the fused plan.
+//  - fused "conv-dense-heads" (EmTrkMichelId's shape, any sizes): NHWC Conv (valid, stride 1)
+//    -> Flatten -> dense -> dense -> {dense -> Softmax, dense(+activation)}. The conv output
+//    never exists as a whole: it is produced a few rows at a time into a cache-sized slab and
+//    immediately accumulated into the first dense layer; the second dense layer and both heads
+//    run as one kernel (mlp_two_heads).
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "backends/backend.h"
+#include "models/model.h"
+
+namespace kaas::models {
+
+enum class FusedPlan {
+  kAuto,     // fused when the graph matches, else unfused
+  kOff,      // always unfused
+  kRequire,  // fused or a kUnimplemented error saying why the graph does not match
+};
+
+struct OnnxModelOptions {
+  std::string name = "model";
+  int64_t max_batch = 256;  // buffers are planned for this many (dynamic-batch models)
+  FusedPlan fused = FusedPlan::kAuto;
+  int64_t fused_batch_tile = 256;      // patches per conv slab pass
+  int64_t fused_slab_bytes = 2 << 20;  // conv slab budget on CPU backends
+};
+
+// Parses a model file; throws kaas::Error kInvalidArgument naming the file for an unreadable,
+// truncated or malformed file.
+onnx::ModelProto read_onnx_file(const std::filesystem::path& path);
+
+std::unique_ptr<Model> make_onnx_model(const onnx::ModelProto& model, const Backend& backend,
+                                       const OnnxModelOptions& options = {});
+std::unique_ptr<Model> load_onnx_model(const std::filesystem::path& path, const Backend& backend,
+                                       const OnnxModelOptions& options = {});
+
+}  // namespace kaas::models

@@ -1,0 +1,243 @@
+// Graph simplification passes of the ONNX importer (see onnx_graph.h, simplify()).
+
+#include <algorithm>
+
+#include "models/onnx_graph.h"
+#include "models/tensor.h"
+
+namespace kaas::models::onnx_import {
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+class Pass {
+ public:
+  explicit Pass(Graph& graph)
+      : g(graph),
+        uses(use_counts(graph)),
+        shapes(infer_shapes(graph, 1)),
+        removed(graph.ops.size(), false) {}
+
+  // The op producing `value`, or nullptr for an input or constant.
+  Op* producer(int value) {
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (!removed[i] && g.ops[i].output == value) return &g.ops[i];
+    }
+    return nullptr;
+  }
+  // The only op reading `value` when it has exactly one reader and is not a graph output.
+  Op* sole_consumer(int value) {
+    if (uses[value] != 1) return nullptr;
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (removed[i]) continue;
+      for (int in : g.ops[i].inputs) {
+        if (in == value) return &g.ops[i];
+      }
+    }
+    return nullptr;  // its one use is as a graph output
+  }
+  void remove(const Op& op) { removed[&op - g.ops.data()] = true; }
+  ~Pass() {
+    std::vector<Op> kept;
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (!removed[i]) kept.push_back(std::move(g.ops[i]));
+    }
+    g.ops = std::move(kept);
+  }
+
+  Graph& g;
+  std::vector<int> uses;
+  std::vector<Shape> shapes;
+  std::vector<bool> removed;
+};
+
+bool is_constant(const Graph& g, int value) {
+  return value >= 0 && g.values[value].constant;
+}
+
+bool has_c(const Op& op) {
+  return op.inputs.size() > 2 && op.inputs[2] >= 0;
+}
+
+// A dense layer: Gemm(X, constant W) without transA whose X is `value`.
+bool is_dense_on(const Graph& g, const Op* op, int value) {
+  return op != nullptr && op->kind == OpKind::kGemm && op->inputs[0] == value &&
+         !op->gemm.trans_a && is_constant(g, op->inputs[1]);
+}
+
+// Replaces the dense weight by one whose K rows follow a new input order: new row k is old row
+// new_to_old[k] (columns when W is stored transposed, [N, K]).
+void permute_dense_rows(Graph& g, Op& dense, const std::vector<int64_t>& new_to_old) {
+  const Value& w = g.values[dense.inputs[1]];
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  Value folded;
+  folded.name = w.name + "/kaas_folded";
+  folded.constant = true;
+  folded.shape = w.shape;
+  folded.data.resize(w.data.size());
+  if (!dense.gemm.trans_b) {
+    for (int64_t k = 0; k < rows; ++k)
+      std::copy_n(w.data.begin() + new_to_old[k] * cols, cols, folded.data.begin() + k * cols);
+  } else {
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t k = 0; k < cols; ++k)
+        folded.data[n * cols + k] = w.data[n * cols + new_to_old[k]];
+    }
+  }
+  g.values.push_back(std::move(folded));
+  dense.inputs[1] = static_cast<int>(g.values.size()) - 1;
+}
+
+// MatMul(A [M,K], constant B [K,N]) -> Gemm; Gemm without C followed by Add of a constant [N] /
+// [1,N] / [1] / [] -> Gemm with C.
+void fold_bias(Graph& g) {
+  Pass p(g);
+  for (Op& op : g.ops) {
+    if (op.kind == OpKind::kMatMul && p.shapes[op.inputs[0]].size() == 2 &&
+        p.shapes[op.inputs[1]].size() == 2 && is_constant(g, op.inputs[1])) {
+      op.kind = OpKind::kGemm;
+      op.gemm = GemmParams{};
+    }
+    if (op.kind != OpKind::kGemm || has_c(op)) continue;
+    Op* add = p.sole_consumer(op.output);
+    if (add == nullptr || add->kind != OpKind::kAdd) continue;
+    const int bias = add->inputs[0] == op.output ? add->inputs[1] : add->inputs[0];
+    const Shape& b = p.shapes[bias];
+    const int64_t n = p.shapes[op.output][1];
+    const bool row = b.empty() || (b.size() == 1 && (b[0] == n || b[0] == 1)) ||
+                     (b.size() == 2 && b[0] == 1 && (b[1] == n || b[1] == 1));
+    if (!is_constant(g, bias) || !row) continue;
+    op.inputs.resize(3);
+    op.inputs[2] = bias;
+    op.gemm.beta = 1.0f;
+    op.output = add->output;
+    op.op_type += "+Add";
+    p.remove(*add);
+    g.log.push_back("bias " + g.values[bias].name + " fused into " + op.node);
+  }
+}
+
+void fuse_activations(Graph& g) {
+  Pass p(g);
+  for (Op& act : g.ops) {
+    if (act.kind != OpKind::kActivation) continue;
+    Op* prod = p.producer(act.inputs[0]);
+    if (prod == nullptr || p.uses[act.inputs[0]] != 1) continue;
+    Epilogue* e = prod->kind == OpKind::kConv   ? &prod->conv.epilogue
+                  : prod->kind == OpKind::kGemm ? &prod->gemm.epilogue
+                                                : nullptr;
+    if (e == nullptr || e->activation != Activation::kNone) continue;
+    *e = act.activation;
+    prod->output = act.output;
+    prod->op_type += "+" + act.op_type;
+    p.remove(act);
+    g.log.push_back(act.op_type + " " + act.node + " fused into " + prod->node);
+  }
+}
+
+bool perm_is(const Op* op, std::initializer_list<int64_t> perm) {
+  return op != nullptr && op->kind == OpKind::kTranspose &&
+         std::equal(op->perm.begin(), op->perm.end(), perm.begin(), perm.end());
+}
+
+// Keras exports: Transpose(0,3,1,2) -> Conv -> Transpose(0,2,3,1) is an NHWC convolution.
+void fuse_nhwc_conv(Graph& g) {
+  Pass p(g);
+  for (Op& conv : g.ops) {
+    if (conv.kind != OpKind::kConv || conv.conv.layout != Layout::kNCHW) continue;
+    Op* before = p.producer(conv.inputs[0]);
+    Op* after = p.sole_consumer(conv.output);
+    if (!perm_is(before, {0, 3, 1, 2}) || p.uses[conv.inputs[0]] != 1 ||
+        !perm_is(after, {0, 2, 3, 1}))
+      continue;
+    conv.inputs[0] = before->inputs[0];
+    conv.conv.layout = Layout::kNHWC;
+    conv.output = after->output;
+    p.remove(*before);
+    p.remove(*after);
+    g.log.push_back("Transpose " + before->node + " / Transpose " + after->node +
+                    " folded: " + conv.node + " runs NHWC");
+  }
+}
+
+// Row-major flat index of `index` over `dims`.
+int64_t flat(const Shape& dims, const Shape& index) {
+  int64_t k = 0;
+  for (size_t d = 0; d < dims.size(); ++d) k = k * dims[d] + index[d];
+  return k;
+}
+
+// For each flat position of a tensor of `dims`, the flat position of the same element in the
+// tensor permuted by `perm` (out dims[i] = dims[perm[i]]).
+std::vector<int64_t> permuted_positions(const Shape& dims, const Shape& perm) {
+  Shape out_dims(dims.size()), index(dims.size()), out_index(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) out_dims[i] = dims[perm[i]];
+  const int64_t count = element_count(dims);
+  std::vector<int64_t> positions(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = k;
+    for (size_t d = dims.size(); d-- > 0;) index[d] = rest % dims[d], rest /= dims[d];
+    for (size_t i = 0; i < dims.size(); ++i) out_index[i] = index[perm[i]];
+    positions[k] = flat(out_dims, out_index);
+  }
+  return positions;
+}
+
+// Transpose(perm, batch axis fixed) -> Flatten(1) -> dense: the dense weight absorbs the
+// permutation and Flatten reads the untransposed tensor.
+void fold_transpose_flatten(Graph& g) {
+  Pass p(g);
+  for (Op& t : g.ops) {
+    if (t.kind != OpKind::kTranspose || t.perm.empty() || t.perm[0] != 0) continue;
+    Op* f = p.sole_consumer(t.output);
+    if (f == nullptr || f->kind != OpKind::kFlatten || f->axis != 1) continue;
+    Op* dense = p.sole_consumer(f->output);
+    if (!is_dense_on(g, dense, f->output)) continue;
+    const Shape& x = p.shapes[t.inputs[0]];
+    Shape inner(x.begin() + 1, x.end()), inner_perm;
+    for (size_t i = 1; i < t.perm.size(); ++i) inner_perm.push_back(t.perm[i] - 1);
+    // Element at x-flat k sits at transposed-flat positions[k]: the new weight row k is the old
+    // row positions[k].
+    permute_dense_rows(g, *dense, permuted_positions(inner, inner_perm));
+    f->inputs[0] = t.inputs[0];
+    p.remove(t);
+    g.log.push_back("Transpose " + t.node + " folded into the weights of " + dense->node);
+  }
+}
+
+// NCHW Conv on a 1-channel input whose output only feeds Flatten(1) -> dense: the input bytes
+// are already NHWC, so the conv runs NHWC (the fast CPU path) and the dense weight is permuted
+// from (c, h, w) to (h, w, c) order.
+void nhwc_for_single_channel_conv(Graph& g) {
+  Pass p(g);
+  for (Op& conv : g.ops) {
+    if (conv.kind != OpKind::kConv || conv.conv.layout != Layout::kNCHW ||
+        p.shapes[conv.inputs[0]][1] != 1 || conv.conv.groups != 1)
+      continue;
+    Op* f = p.sole_consumer(conv.output);
+    if (f == nullptr || f->kind != OpKind::kFlatten || f->axis != 1) continue;
+    Op* dense = p.sole_consumer(f->output);
+    if (!is_dense_on(g, dense, f->output)) continue;
+    const Shape& y = p.shapes[conv.output];  // [1, C, H, W]
+    // NHWC flat position k (h, w, c) reads the NCHW-ordered row: positions of (h,w,c)-ordered
+    // elements within the (c,h,w) order.
+    permute_dense_rows(g, *dense, permuted_positions({y[2], y[3], y[1]}, {2, 0, 1}));
+    conv.conv_c1_as_nhwc = true;
+    conv.conv.layout = Layout::kNHWC;
+    g.log.push_back(conv.node + " runs NHWC (1 input channel); weights of " + dense->node +
+                    " permuted to match");
+  }
+}
+
+}  // namespace
+
+void simplify(Graph& graph) {
+  fold_bias(graph);
+  fuse_activations(graph);
+  fuse_nhwc_conv(graph);
+  fold_transpose_flatten(graph);
+  nhwc_for_single_channel_conv(graph);
+}
+
+}  // namespace kaas::models::onnx_import

@@ -1,0 +1,110 @@
+#include "models/tensor.h"
+
+#include "backends/error.h"
+
+namespace kaas::models {
+
+std::string_view triton_name(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return "FP32";
+    case DataType::kInt32:
+      return "INT32";
+    case DataType::kInt64:
+      return "INT64";
+    case DataType::kUint8:
+      return "UINT8";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<DataType> data_type_from_triton(std::string_view name) {
+  for (DataType d : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8}) {
+    if (triton_name(d) == name) return d;
+  }
+  return std::nullopt;
+}
+
+size_t element_size(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
+    case DataType::kUint8:
+      return 1;
+  }
+  return 0;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d > 0) s += ",";
+    s += std::to_string(shape[d]);
+  }
+  return s + "]";
+}
+
+int64_t element_count(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+CheckedInputs check_inputs(const ModelSignature& signature, std::span<const HostTensor> inputs,
+                           std::string_view model_name) {
+  const std::string where = "model '" + std::string(model_name) + "'";
+  CheckedInputs checked;
+  checked.ordered.assign(signature.inputs.size(), nullptr);
+  for (const HostTensor& input : inputs) {
+    size_t index = 0;
+    while (index < signature.inputs.size() && signature.inputs[index].name != input.name) ++index;
+    std::string expected_names;
+    for (const auto& spec : signature.inputs) {
+      expected_names += expected_names.empty() ? "" : ", ";
+      expected_names += spec.name;
+    }
+    require(index < signature.inputs.size(), where, "input name", "one of " + expected_names,
+            "'" + input.name + "'");
+    require(checked.ordered[index] == nullptr, where, "input '" + input.name + "'", "given once",
+            "given twice");
+    checked.ordered[index] = &input;
+  }
+  for (size_t i = 0; i < signature.inputs.size(); ++i) {
+    const TensorSpec& spec = signature.inputs[i];
+    require(checked.ordered[i] != nullptr, where, "input '" + spec.name + "'", "present",
+            "missing");
+    const HostTensor& input = *checked.ordered[i];
+    const std::string what = "input '" + spec.name + "'";
+    require(input.dtype == spec.dtype, where, what + " datatype",
+            std::string(triton_name(spec.dtype)), std::string(triton_name(input.dtype)));
+    require(input.shape.size() == spec.shape.size(), where, what + " shape",
+            shape_string(spec.shape), shape_string(input.shape));
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      require(input.shape[d] >= 0, where, what + " shape", shape_string(spec.shape),
+              shape_string(input.shape));
+      if (spec.shape[d] != kVariableDim) {
+        require(input.shape[d] == spec.shape[d], where, what + " shape", shape_string(spec.shape),
+                shape_string(input.shape));
+      }
+    }
+    if (signature.max_batch > 0) {
+      const int64_t batch = input.shape[0];
+      require(batch >= 1 && batch <= signature.max_batch, where, what + " batch size",
+              "1.." + std::to_string(signature.max_batch), std::to_string(batch));
+      require(checked.batch == 0 || checked.batch == batch, where, what + " batch size",
+              "the same as the other inputs (" + std::to_string(checked.batch) + ")",
+              std::to_string(batch));
+      checked.batch = batch;
+    }
+    const size_t bytes = static_cast<size_t>(element_count(input.shape)) * element_size(spec.dtype);
+    require(input.bytes.size() == bytes, where, what + " byte size",
+            std::to_string(bytes) + " for shape " + shape_string(input.shape),
+            std::to_string(input.bytes.size()));
+  }
+  return checked;
+}
+
+}  // namespace kaas::models

@@ -1,0 +1,151 @@
+// kaas-infer: runs an ONNX model on a kaas backend with NumPy .npy inputs and writes one .npy per
+// output, with timing.
+//   kaas-infer --model m.onnx --backend openmp --input main_input=patches.npy --output-dir out
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "backends/backend.h"
+#include "backends/error.h"
+#include "models/npy.h"
+#include "models/onnx_model.h"
+
+namespace fs = std::filesystem;
+using kaas::models::HostTensor;
+
+namespace {
+
+// Rows [begin, end) of a batched tensor.
+HostTensor rows(const HostTensor& t, int64_t begin, int64_t end) {
+  HostTensor part{t.name, t.dtype, t.shape, {}};
+  part.shape[0] = end - begin;
+  const size_t row_bytes = t.bytes.size() / size_t(t.shape[0]);
+  part.bytes.assign(t.bytes.begin() + ptrdiff_t(begin * row_bytes),
+                    t.bytes.begin() + ptrdiff_t(end * row_bytes));
+  return part;
+}
+
+void append_rows(HostTensor& into, const HostTensor& part) {
+  if (into.shape.empty()) {
+    into = part;
+    return;
+  }
+  into.shape[0] += part.shape[0];
+  into.bytes.insert(into.bytes.end(), part.bytes.begin(), part.bytes.end());
+}
+
+int list_backends() {
+  for (const kaas::Backend* b : kaas::compiled_backends()) {
+    std::printf("%-8s %s\n", std::string(b->name()).c_str(),
+                b->available() ? "available" : ("unavailable: " + b->unavailable_reason()).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-infer: run an ONNX model on a kaas backend with .npy inputs and outputs"};
+  std::string model_path, backend_name = "auto", output_dir, fused = "auto";
+  std::vector<std::string> input_args;
+  int64_t batch = 0;
+  int repeat = 1;
+  bool list = false, describe = false;
+  app.add_option("--model", model_path, "model.onnx to run");
+  app.add_option("--backend", backend_name, "auto, serial, openmp, gpu_emu, cuda or hip");
+  app.add_option("--input", input_args, "NAME=file.npy, once per model input")->take_all();
+  app.add_option("--output-dir", output_dir, "directory for one <output name>.npy per output");
+  app.add_option("--batch", batch, "rows per execution (default: all rows at once)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--repeat", repeat, "run the whole input this many times (timing)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--fused", fused, "auto, off or require: the fused conv-dense-heads plan")
+      ->check(CLI::IsMember({"auto", "off", "require"}));
+  app.add_flag("--list-backends", list, "list the compiled backends and exit");
+  app.add_flag("--describe", describe, "print the execution plan");
+  CLI11_PARSE(app, argc, argv);
+  if (list) return list_backends();
+  if (model_path.empty()) {
+    std::fprintf(stderr, "kaas-infer: --model is required (see --help)\n");
+    return 2;
+  }
+  try {
+    const kaas::Backend& backend =
+        backend_name == "auto" ? kaas::default_backend() : kaas::find_backend(backend_name);
+    const auto proto = kaas::models::read_onnx_file(model_path);
+    // Inputs first: their rows decide the batch the model is planned for.
+    std::vector<HostTensor> inputs;
+    for (const std::string& arg : input_args) {
+      const size_t eq = arg.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
+                          "--input '" + arg + "': expected NAME=file.npy");
+      inputs.push_back(kaas::models::read_npy(arg.substr(eq + 1), arg.substr(0, eq)));
+    }
+    int64_t total = 0;
+    for (const auto& in : inputs) {
+      if (in.shape.empty())
+        throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
+                          "input '" + in.name + "' is a scalar; expected a batch dimension");
+      total = std::max(total, in.shape[0]);
+    }
+    kaas::models::OnnxModelOptions options;
+    options.name = fs::path(model_path).parent_path().parent_path().filename().string();
+    if (options.name.empty()) options.name = fs::path(model_path).stem().string();
+    options.max_batch = batch > 0 ? batch : std::max<int64_t>(total, 1);
+    options.fused = fused == "off"       ? kaas::models::FusedPlan::kOff
+                    : fused == "require" ? kaas::models::FusedPlan::kRequire
+                                         : kaas::models::FusedPlan::kAuto;
+    auto model = kaas::models::make_onnx_model(proto, backend, options);
+    const auto& sig = model->signature();
+    std::printf("model %s on %s (max batch %lld)\n", model_path.c_str(),
+                std::string(backend.name()).c_str(), static_cast<long long>(sig.max_batch));
+    if (describe) {
+      for (const auto& line : model->describe()) std::printf("  %s\n", line.c_str());
+    }
+    const int64_t step = sig.max_batch > 0 ? sig.max_batch : total;
+    std::vector<HostTensor> outputs;
+    std::vector<double> seconds;
+    for (int r = 0; r < repeat; ++r) {
+      std::vector<HostTensor> collected(sig.outputs.size());
+      const auto start = std::chrono::steady_clock::now();
+      if (sig.max_batch == 0) {
+        collected = model->run(inputs);
+      } else {
+        for (int64_t begin = 0; begin < total; begin += step) {
+          const int64_t end = std::min(total, begin + step);
+          std::vector<HostTensor> part;
+          for (const auto& in : inputs) part.push_back(rows(in, begin, std::min(end, in.shape[0])));
+          auto out = model->run(part);
+          for (size_t o = 0; o < out.size(); ++o) append_rows(collected[o], out[o]);
+        }
+      }
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      outputs = std::move(collected);
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    std::printf("%lld rows, %d run(s): median %.3f ms, min %.3f ms, %.1f rows/s\n",
+                static_cast<long long>(total), repeat, median * 1e3, seconds.front() * 1e3,
+                median > 0 ? double(total) / median : 0.0);
+    if (!output_dir.empty()) {
+      fs::create_directories(output_dir);
+      for (const auto& out : outputs) {
+        std::string file = out.name;
+        std::replace(file.begin(), file.end(), '/', '_');  // "em_trk_none_netout/Softmax"
+        const fs::path path = fs::path(output_dir) / (file + ".npy");
+        kaas::models::write_npy(path, out);
+        std::printf("wrote %s %s\n", path.c_str(), kaas::models::shape_string(out.shape).c_str());
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kaas-infer: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
