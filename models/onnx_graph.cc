@@ -202,7 +202,7 @@ Graph parse(const onnx::ModelProto& model) {
     v.name = input.name();
     const auto& dims = type.tensor_type().shape().dim();
     for (int d = 0; d < dims.size(); ++d) {
-      const bool known = dims[d].has_dim_value() && dims[d].dim_value() > 0;
+      const bool known = dims[d].has_dim_value() && dims[d].dim_value() >= 0;
       if (!known && d != 0)
         unsupported("input '" + input.name() + "' dimension " + std::to_string(d) +
                     " is dynamic; kaas needs static dimensions except the first (batch)");
@@ -241,11 +241,13 @@ Graph parse(const onnx::ModelProto& model) {
         if (on) unsupported(node_label(op) + ": training_mode is true (kaas runs inference)");
       }
       if (node.output_size() > 1 && !node.output(1).empty()) {
+        bool used = false;
         for (const auto& other : graph.node()) {
-          for (const auto& in : other.input())
-            if (in == node.output(1))
-              unsupported(node_label(op) + ": its mask output is used; kaas runs inference only");
+          for (const auto& in : other.input()) used = used || in == node.output(1);
         }
+        for (const auto& out : graph.output()) used = used || out.name() == node.output(1);
+        if (used)
+          unsupported(node_label(op) + ": its mask output is used; kaas runs inference only");
       }
       // Inference: the output is the input. The name now refers to the input's value.
       ids[node.output(0)] = input_id(op, node.input(0));
@@ -267,7 +269,11 @@ Graph parse(const onnx::ModelProto& model) {
                 op);
     } else if (t == "Gemm") {
       op.kind = OpKind::kGemm;
-      NodeReader r(node, op, {"alpha", "beta", "transA", "transB"});
+      // Opset < 7 marks a broadcast C with 'broadcast'; kaas always broadcasts C ONNX-style.
+      NodeReader r(node, op,
+                   g.opset < 7
+                       ? std::set<std::string>{"alpha", "beta", "transA", "transB", "broadcast"}
+                       : std::set<std::string>{"alpha", "beta", "transA", "transB"});
       r.expect_inputs(2, 3);
       op.gemm.alpha = r.f("alpha", 1.0f);
       op.gemm.beta = r.f("beta", 1.0f);

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "tests/kernels/onnx_node_runner.h"
+#include "models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/reference.h"
 
@@ -67,9 +67,15 @@ TEST(EmTrkModel, GenerationIsDeterministicAndSeeded) {
   EXPECT_EQ(a.size(), b.size());
 }
 
-// The generated PyTorch-style graph run end to end on kaas kernels, against a double-precision
-// forward pass of the same weights.
-class EmTrkForwardTest : public ::testing::TestWithParam<const Backend*> {};
+// Both generated graphs imported and run end to end on kaas kernels, fused and unfused, against
+// a double-precision forward pass of the same weights.
+struct ForwardParam {
+  const Backend* backend;
+  EmTrkGraphStyle style;
+  models::FusedPlan plan;
+};
+
+class EmTrkForwardTest : public ::testing::TestWithParam<ForwardParam> {};
 
 const float* initializer(const onnx::ModelProto& m, const std::string& name) {
   for (const auto& t : m.graph().initializer()) {
@@ -79,22 +85,39 @@ const float* initializer(const onnx::ModelProto& m, const std::string& name) {
 }
 
 TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
-  const auto model = models::make_emtrk_model({EmTrkGraphStyle::kPyTorch});
-  const int64_t batch = GetParam()->id() == BackendId::kGpuEmu ? 2 : 5;
+  const auto [backend, style, plan] = GetParam();
+  const bool keras = style == EmTrkGraphStyle::kKeras;
+  const auto proto = models::make_emtrk_model({style});
+  const int64_t batch = backend->id() == BackendId::kGpuEmu ? 1 : 5;  // the emulator is slow
   const auto patches = random_floats(batch * 48 * 48, 99, -5.0f, 15.0f);
-  const auto outputs = run_onnx_graph(*GetParam(), model, {{{batch, 1, 48, 48}, patches}});
+  models::OnnxModelOptions options;
+  options.max_batch = 8;
+  options.fused = plan;
+  options.fused_batch_tile = 3;                    // several batch tiles and several row slabs
+  options.fused_slab_bytes = 3 * 44 * 48 * 4 * 7;  // 7 conv rows per slab: 44 = 6 x 7 + 2
+  const auto model = models::make_onnx_model(proto, *backend, options);
+  const std::string plan_line = model->describe().back();
+  EXPECT_EQ(plan_line.rfind(plan == models::FusedPlan::kOff ? "plan: unfused" : "plan: fused", 0),
+            0u)
+      << plan_line;
+  const std::vector<int64_t> shape =
+      keras ? std::vector<int64_t>{batch, 48, 48, 1} : std::vector<int64_t>{batch, 1, 48, 48};
+  const auto outputs = model->run(std::vector{
+      models::HostTensor::make<float>("main_input", models::DataType::kFloat32, shape, patches)});
   ASSERT_EQ(outputs.size(), 2u);
-  ASSERT_EQ(outputs[0].size(), size_t(batch * 3));
-  ASSERT_EQ(outputs[1].size(), size_t(batch * 1));
-  const float *cw = initializer(model, "conv2d/kernel"), *cb = initializer(model, "conv2d/bias");
-  const float *w1 = initializer(model, "dense/kernel"), *b1 = initializer(model, "dense/bias");
-  const float *w2 = initializer(model, "dense_1/kernel"), *b2 = initializer(model, "dense_1/bias");
-  const float *w3 = initializer(model, "em_trk_none_netout/kernel"),
-              *b3 = initializer(model, "em_trk_none_netout/bias");
-  const float *w4 = initializer(model, "michel_netout/kernel"),
-              *b4 = initializer(model, "michel_netout/bias");
+  EXPECT_EQ(outputs[0].name, "em_trk_none_netout/Softmax");
+  EXPECT_EQ(outputs[0].shape, (std::vector<int64_t>{batch, 3}));
+  EXPECT_EQ(outputs[1].shape, (std::vector<int64_t>{batch, 1}));
+  const auto softmax_out = outputs[0].values<float>(), michel_out = outputs[1].values<float>();
+  const float *cw = initializer(proto, "conv2d/kernel"), *cb = initializer(proto, "conv2d/bias");
+  const float *w1 = initializer(proto, "dense/kernel"), *b1 = initializer(proto, "dense/bias");
+  const float *w2 = initializer(proto, "dense_1/kernel"), *b2 = initializer(proto, "dense_1/bias");
+  const float *w3 = initializer(proto, "em_trk_none_netout/kernel"),
+              *b3 = initializer(proto, "em_trk_none_netout/bias");
+  const float *w4 = initializer(proto, "michel_netout/kernel"),
+              *b4 = initializer(proto, "michel_netout/bias");
   for (int64_t n = 0; n < batch; ++n) {
-    std::vector<double> conv(48 * 44 * 44);  // NCHW flatten order (PyTorch)
+    std::vector<double> conv(48 * 44 * 44);  // in the flatten order of the graph
     for (int c = 0; c < 48; ++c)
       for (int h = 0; h < 44; ++h)
         for (int w = 0; w < 44; ++w) {
@@ -102,14 +125,15 @@ TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
           for (int kh = 0; kh < 5; ++kh)
             for (int kw = 0; kw < 5; ++kw)
               sum += double(patches[n * 2304 + (h + kh) * 48 + w + kw]) * cw[c * 25 + kh * 5 + kw];
-          conv[(c * 44 + h) * 44 + w] = std::max(sum, 0.0);
+          conv[keras ? (h * 44 + w) * 48 + c : (c * 44 + h) * 44 + w] = std::max(sum, 0.0);
         }
-    auto dense = [](const std::vector<double>& x, const float* w, const float* b, int in, int out,
-                    bool relu) {
+    auto dense = [keras](const std::vector<double>& x, const float* w, const float* b, int in,
+                         int out, bool relu) {
       std::vector<double> y(out);
       for (int o = 0; o < out; ++o) {
         double sum = b[o];
-        for (int i = 0; i < in; ++i) sum += x[i] * w[int64_t(o) * in + i];  // PyTorch [out, in]
+        for (int i = 0; i < in; ++i)  // Keras [in, out], PyTorch [out, in]
+          sum += x[i] * (keras ? w[int64_t(i) * out + o] : w[int64_t(o) * in + i]);
         y[o] = relu ? std::max(sum, 0.0) : sum;
       }
       return y;
@@ -121,12 +145,31 @@ TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
     const double m = std::max({logits[0], logits[1], logits[2]});
     const double z = std::exp(logits[0] - m) + std::exp(logits[1] - m) + std::exp(logits[2] - m);
     for (int k = 0; k < 3; ++k)
-      EXPECT_NEAR(outputs[0][n * 3 + k], std::exp(logits[k] - m) / z, 1e-5) << n << "," << k;
-    EXPECT_NEAR(outputs[1][n], 1.0 / (1.0 + std::exp(-michel[0])), 1e-5) << n;
+      EXPECT_NEAR(softmax_out[n * 3 + k], std::exp(logits[k] - m) / z, 1e-5) << n << "," << k;
+    EXPECT_NEAR(michel_out[n], 1.0 / (1.0 + std::exp(-michel[0])), 1e-5) << n;
   }
 }
 
-KAAS_INSTANTIATE_FOR_BACKENDS(EmTrkForwardTest);
+std::vector<ForwardParam> forward_params() {
+  std::vector<ForwardParam> params;
+  for (const Backend* b : backends_under_test()) {
+    for (auto style : {EmTrkGraphStyle::kKeras, EmTrkGraphStyle::kPyTorch}) {
+      for (auto plan : {models::FusedPlan::kRequire, models::FusedPlan::kOff})
+        params.push_back({b, style, plan});
+    }
+  }
+  return params;
+}
+
+std::string forward_name(const ::testing::TestParamInfo<ForwardParam>& info) {
+  return std::string(info.param.backend->name()) +
+         (info.param.style == EmTrkGraphStyle::kKeras ? "_keras" : "_pytorch") +
+         (info.param.plan == models::FusedPlan::kOff ? "_unfused" : "_fused");
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EmTrkForwardTest);
+INSTANTIATE_TEST_SUITE_P(Backends, EmTrkForwardTest, ::testing::ValuesIn(forward_params()),
+                         forward_name);
 
 }  // namespace
 }  // namespace kaas::testing

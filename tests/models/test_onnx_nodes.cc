@@ -1,0 +1,94 @@
+// ONNX's own backend node tests for every operator the importer maps, on every backend.
+
+#include <gtest/gtest.h>
+
+#include "tests/models/onnx_node_cases.h"
+#include "tests/support/backends_under_test.h"
+
+namespace kaas::testing {
+namespace {
+
+struct NodeParam {
+  const Backend* backend;
+  OnnxNodeCase test_case;
+};
+
+class OnnxNodeTest : public ::testing::TestWithParam<NodeParam> {};
+
+TEST_P(OnnxNodeTest, MatchesOnnxExpectedOutputs) {
+  const auto& [backend, test_case] = GetParam();
+  const OnnxCaseResult result = run_onnx_node_case(*backend, test_case);
+  if (!result.ran) {
+    // Only these may be rejected, each for the reason given; any other rejection fails.
+    const bool expected_rejection =
+        test_case.name.ends_with("_expanded") ||            // ReduceMax/Exp/... decompositions
+        test_case.name == "node/test_add_uint8" ||          // UINT8 data: kaas models are FLOAT
+        test_case.name == "node/test_identity_opt" ||       // optional type
+        test_case.name == "node/test_identity_sequence" ||  // sequence type
+        test_case.name.starts_with("node/test_dropout_default_mask") ||  // training mask output
+        test_case.name == "node/test_constant";  // a constant graph: no runtime input
+    ASSERT_TRUE(expected_rejection) << test_case.name << " rejected: " << result.skip_reason;
+    GTEST_SKIP() << test_case.name << ": " << result.skip_reason;
+  }
+  EXPECT_GT(result.outputs_compared, 0);
+  EXPECT_EQ(result.mismatches, 0) << result.first_mismatch;
+}
+
+std::vector<NodeParam> all_params() {
+  std::vector<NodeParam> params;
+  for (const Backend* b : backends_under_test()) {
+    for (const auto& c : onnx_node_cases()) params.push_back({b, c});
+  }
+  return params;
+}
+
+std::string param_name(const ::testing::TestParamInfo<NodeParam>& info) {
+  std::string name = std::string(info.param.backend->name()) + "_" + info.param.test_case.name;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnnxNodeTest);
+INSTANTIATE_TEST_SUITE_P(Onnx, OnnxNodeTest, ::testing::ValuesIn(all_params()), param_name);
+
+// The data must be there (scripts/test.sh installs libonnx-testdata), and the set of cases must
+// not shrink silently.
+TEST(OnnxNodeTestData, EveryRequiredFamilyIsPresent) {
+  const auto cases = onnx_node_cases();
+  ASSERT_FALSE(cases.empty()) << "no ONNX node tests under " << onnx_testdata_root()
+                              << " (Debian package libonnx-testdata)";
+  for (const char* family : {"node/test_conv_with_",
+                             "node/test_gemm_",
+                             "node/test_matmul_2d",
+                             "node/test_matmul_3d",
+                             "node/test_matmul_4d",
+                             "node/test_softmax_",
+                             "node/test_logsoftmax_",
+                             "node/test_sigmoid",
+                             "node/test_relu",
+                             "node/test_leakyrelu",
+                             "node/test_add",
+                             "node/test_concat_",
+                             "node/test_flatten_",
+                             "node/test_reshape_",
+                             "node/test_transpose_",
+                             "node/test_identity",
+                             "node/test_dropout_default",
+                             "pytorch-converted/test_Conv2d",
+                             "pytorch-converted/test_Linear",
+                             "pytorch-converted/test_Softmax",
+                             "pytorch-converted/test_LogSoftmax",
+                             "pytorch-converted/test_ReLU",
+                             "pytorch-converted/test_LeakyReLU",
+                             "pytorch-converted/test_Sigmoid"}) {
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& c) {
+      return c.name.rfind(family, 0) == 0;
+    })) << family;
+  }
+  EXPECT_EQ(cases.size(), 125u) << "libonnx-testdata 1.12 has 125 such cases";
+}
+
+}  // namespace
+}  // namespace kaas::testing
