@@ -4,6 +4,7 @@ benchmark family (the name before the first '/'), with throughput and fraction o
 machine peaks measured in the same run."""
 import collections
 import json
+import re
 import sys
 
 
@@ -18,6 +19,46 @@ def throughput(b):
     if "queries/s" in b:
         return f"{b['queries/s'] / 1e3:.1f} k queries/s", ""
     return "", ""
+
+
+def emtrk_summary(rows) -> None:
+    """EmTrkMichelId whole model: patches/s of kaas (openmp backend, fused and unfused plans) and
+    the peers at each batch and thread count, with kaas-fused / peer ratios (> 1: kaas faster)."""
+    table = collections.defaultdict(dict)  # (batch, threads) -> implementation -> benchmark
+    for b in rows:
+        m = re.match(r"emtrk/(.+)/(\d+)/threads:(\d+)", b["run_name"])
+        if m:
+            table[(int(m[2]), int(m[3]))][m[1]] = b
+
+    def rate(b):
+        if b is None or b.get("error_occurred"):
+            return None
+        return b.get("items_per_second")
+
+    def fmt(x, spec):
+        return "n/a" if x is None else format(x, spec)
+
+    print("Summary: patches/s (kaas on the openmp backend); fused/oneDNN and fused/ORT are "
+          "throughput ratios (> 1: kaas fused is faster); fraction of the FMA peak measured at "
+          "start-up with all threads.\n")
+    print("| batch | threads | kaas fused | kaas unfused | oneDNN | onnxruntime | fused/oneDNN "
+          "| fused/ORT | kaas fused frac. peak | oneDNN frac. peak |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (batch, threads) in sorted(table, key=lambda k: (k[1], k[0])):
+        impls = table[(batch, threads)]
+        fused, unfused = impls.get("openmp/fused"), impls.get("openmp/unfused")
+        onednn, ort = impls.get("peer_onednn"), impls.get("peer_onnxruntime")
+        if fused is None:
+            continue
+        f, u, d, o = rate(fused), rate(unfused), rate(onednn), rate(ort)
+        r_d = f / d if f and d else None
+        r_o = f / o if f and o else None
+        frac_f = None if f is None else fused.get("frac_peak_flops")
+        frac_d = None if d is None else onednn.get("frac_peak_flops")
+        print(f"| {batch} | {threads} | {fmt(f, '.0f')} | {fmt(u, '.0f')} | {fmt(d, '.0f')} | "
+              f"{fmt(o, '.0f')} | {fmt(r_d, '.2f')} | {fmt(r_o, '.2f')} | {fmt(frac_f, '.2f')} | "
+              f"{fmt(frac_d, '.2f')} |")
+    print()
 
 
 def main(path: str) -> None:
@@ -36,11 +77,18 @@ def main(path: str) -> None:
         families.setdefault(b["run_name"].split("/")[0], []).append(b)
     for family, rows in families.items():
         print(f"### {family}\n")
+        if family == "emtrk":
+            emtrk_summary(rows)
         print("| benchmark | time | throughput | fraction | implementation |")
         print("|---|---:|---:|---:|---|")
         for b in rows:
             name = b["run_name"].replace("/real_time", "")
+            if b.get("error_occurred"):
+                print(f"| {name} | skipped | | | {b.get('error_message', '')} |")
+                continue
             rate, frac = throughput(b)
+            if family == "emtrk" and "items_per_second" in b:
+                rate = f"{b['items_per_second']:.0f} patches/s, {rate}"
             unit = b.get("time_unit", "ns")
             print(f"| {name} | {b['real_time']:.3g} {unit} | {rate} | {frac} | {b.get('label', '')} |")
         print()

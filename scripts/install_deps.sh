@@ -11,6 +11,8 @@ if [[ "${1:-}" != "--run-only" ]]; then
              libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)
   # kNN: nanoflann peer (bench), scikit-learn / FAISS cross-check and peer (/usr/bin/python3)
   packages+=(libnanoflann-dev python3-numpy python3-sklearn python3-faiss)
+  # PyPI test tools (onnxruntime) go into a virtual environment: scripts/python_env.sh
+  packages+=(python3-venv python3-pip)
 fi
 
 missing=()

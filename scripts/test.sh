@@ -10,6 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
 bash scripts/install_deps.sh
+bash scripts/python_env.sh
 
 require_gpu=OFF
 if [[ "${CI:-}" == "true" ]]; then require_gpu=ON; fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Creates (or completes) the project's Python virtual environment .venv with the PyPI test and
+# benchmark tools: onnxruntime (the EmTrkMichelId cross-check and peer) and numpy.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$KAAS_ROOT"
+
+requirements=(onnxruntime numpy)
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv
+fi
+if .venv/bin/python -c "import onnxruntime, numpy" 2> /dev/null; then
+  echo "python_env: .venv has ${requirements[*]}"
+  exit 0
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check "${requirements[@]}"
+.venv/bin/python -c "import onnxruntime, numpy; print('python_env: onnxruntime', onnxruntime.__version__)"
