@@ -49,7 +49,7 @@ View2<const float> gemm_c_view(const float* data, const Shape& c, int64_t n) {
   return v;
 }
 
-class OnnxModel final : public Model {
+class OnnxModel final : public OnnxDeviceModel {
  public:
   OnnxModel(const onnx::ModelProto& proto, const Backend& backend, const OnnxModelOptions& options)
       : name_(options.name), graph_(onnx_import::parse(proto)), queue_(backend), options_(options) {
@@ -70,28 +70,39 @@ class OnnxModel final : public Model {
   const ModelSignature& signature() const override { return signature_; }
   std::vector<std::string> describe() const override { return plan_; }
 
+  const Queue& queue() const override { return queue_; }
+  float* device_input(size_t index) override { return data(graph_.inputs.at(index)); }
+
+  std::vector<const float*> run_device(int64_t batch) override {
+    require(!graph_.batched || (batch >= 1 && batch <= max_batch_), "model '" + name_ + "'",
+            "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
+    shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
+    if (fused_) {
+      onnx_import::FusedBuffers buffers{fused_slab_.data(), int64_t(fused_slab_.size()),
+                                        fused_dense1_.data(), options_.fused_batch_tile};
+      onnx_import::run_conv_dense_heads(
+          queue_, graph_, *fused_, shapes_, [this](int v) { return data(v); }, buffers);
+    } else {
+      for (const Op& op : graph_.ops) execute(op, shapes_);
+    }
+    std::vector<const float*> outputs;
+    for (const auto& output : graph_.outputs) outputs.push_back(data(output.second));
+    return outputs;
+  }
+
   std::vector<HostTensor> run(std::span<const HostTensor> inputs) override {
     const CheckedInputs checked = check_inputs(signature_, inputs, name_);
     std::lock_guard lock(mutex_);
     try {
-      const auto shapes =
-          graph_.batched ? onnx_import::infer_shapes(graph_, checked.batch) : max_shapes_;
       for (size_t i = 0; i < graph_.inputs.size(); ++i) {
         const HostTensor& in = *checked.ordered[i];
         copy_to_device(queue_, in.values<float>(), storage(graph_.inputs[i]));
       }
-      if (fused_) {
-        onnx_import::FusedBuffers buffers{fused_slab_.data(), int64_t(fused_slab_.size()),
-                                          fused_dense1_.data(), options_.fused_batch_tile};
-        onnx_import::run_conv_dense_heads(
-            queue_, graph_, *fused_, shapes, [this](int v) { return data(v); }, buffers);
-      } else {
-        for (const Op& op : graph_.ops) execute(op, shapes);
-      }
+      run_device(checked.batch);
       std::vector<HostTensor> outputs;
       for (size_t o = 0; o < graph_.outputs.size(); ++o) {
         const int value = graph_.outputs[o].second;
-        HostTensor out{signature_.outputs[o].name, DataType::kFloat32, shapes[value], {}};
+        HostTensor out{signature_.outputs[o].name, DataType::kFloat32, shapes_[value], {}};
         out.bytes.resize(size_t(element_count(out.shape)) * sizeof(float));
         copy_to_host(queue_, storage(value), out.values<float>());
         outputs.push_back(std::move(out));
@@ -324,6 +335,7 @@ class OnnxModel final : public Model {
   OnnxModelOptions options_;
   int64_t max_batch_ = 0;
   std::vector<Shape> max_shapes_;
+  std::vector<Shape> shapes_;  // of the last run_device()
   ModelSignature signature_;
   std::vector<std::string> plan_;
   std::vector<DeviceBuffer<float>> storages_;
@@ -335,9 +347,15 @@ class OnnxModel final : public Model {
 
 }  // namespace
 
+std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& model,
+                                                        const Backend& backend,
+                                                        const OnnxModelOptions& options) {
+  return std::make_unique<OnnxModel>(model, backend, options);
+}
+
 std::unique_ptr<Model> make_onnx_model(const onnx::ModelProto& model, const Backend& backend,
                                        const OnnxModelOptions& options) {
-  return std::make_unique<OnnxModel>(model, backend, options);
+  return make_onnx_device_model(model, backend, options);
 }
 
 std::unique_ptr<Model> load_onnx_model(const std::filesystem::path& path, const Backend& backend,

@@ -19,6 +19,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "backends/backend.h"
+#include "backends/queue.h"
 #include "models/model.h"
 
 namespace kaas::models {
@@ -36,6 +37,23 @@ struct OnnxModelOptions {
   int64_t fused_batch_tile = 256;      // patches per conv slab pass
   int64_t fused_slab_bytes = 2 << 20;  // conv slab budget on CPU backends
 };
+
+// An imported model with device-level access, for models that chain the network with other
+// kernels on its queue (michel_from_image). Not thread-safe at this level: the owner serialises.
+class OnnxDeviceModel : public Model {
+ public:
+  virtual const Queue& queue() const = 0;
+  // The device buffer of input `index` (room for max_batch rows), filled by the caller.
+  virtual float* device_input(size_t index) = 0;
+  // Runs on the inputs already in device memory, for `batch` rows (1..max_batch; ignored for a
+  // model without a batch dimension). Returns the outputs' device pointers in signature order,
+  // valid until the next call; the work is queued, not waited for.
+  virtual std::vector<const float*> run_device(int64_t batch) = 0;
+};
+
+std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& model,
+                                                        const Backend& backend,
+                                                        const OnnxModelOptions& options = {});
 
 // Parses a model file; throws kaas::Error kInvalidArgument naming the file for an unreadable,
 // truncated or malformed file.

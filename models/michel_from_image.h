@@ -1,0 +1,40 @@
+#pragma once
+// michel_from_image: one plane's downsampled wire x bin image plus its hit list in, per-hit
+// EmTrkMichelId scores out. Patch extraction (kernels/patches.h) writes straight into the
+// CNN's device input buffer and the CNN runs on the same queue, chunk by chunk, so a client
+// sends the ~60 MB image of an event instead of ~475 MB of patches.
+//
+// Inputs (no batch dimension; one plane per call):
+//   image     FP32  [wires, bins]  downsampled and scaled (kaas::downsample_image's output)
+//   hit_wire  INT32 [hits]
+//   hit_tick  FP32  [hits]         peak time in ticks (bin = floor(tick / drift_window))
+// Outputs:
+//   scores    FP32  [hits, 4]      track, em, none (Softmax head), michel (Sigmoid head)
+//   fiducial  UINT8 [hits]         1 when the hit is far enough from the plane edges
+// The tick range accepted is [0, (bins + 1) * drift_window - 1): the image no longer says how
+// many trailing ticks the plane had, so a hit in a partial last window is accepted (its bin is
+// outside the image and reads the ADC-0 value, as in extract_patches).
+
+#include <memory>
+
+#include <onnx/onnx_pb.h>
+
+#include "backends/backend.h"
+#include "kernels/patches.h"
+#include "models/model.h"
+
+namespace kaas::models {
+
+struct MichelFromImageOptions {
+  std::string name = "michel_from_image";
+  int64_t hits_per_chunk = 1024;  // patches per CNN execution (its max batch)
+  PatchParams patch;              // must match the CNN's input (48 x 48 by default)
+};
+
+// `cnn`: an EmTrkMichelId-like ONNX model, input [-1, pw, pb, 1] or [-1, 1, pw, pb], outputs
+// [-1, 3] (softmax head) and [-1, 1] (michel head) in either order. Throws kaas::Error
+// kInvalidArgument when the network does not fit this shape.
+std::unique_ptr<Model> make_michel_from_image(const onnx::ModelProto& cnn, const Backend& backend,
+                                              const MichelFromImageOptions& options = {});
+
+}  // namespace kaas::models

@@ -1,0 +1,128 @@
+#include "models/michel_from_image.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/buffer.h"
+#include "backends/error.h"
+#include "models/emtrk_model.h"
+#include "models/onnx_model.h"
+#include "tests/support/backends_under_test.h"
+#include "tests/support/reference.h"
+
+namespace kaas::testing {
+namespace {
+
+using models::DataType;
+using models::HostTensor;
+
+class MichelFromImageTest : public ::testing::TestWithParam<const Backend*> {};
+
+struct Event {
+  int64_t wires = 70, bins = 90;
+  std::vector<float> image;
+  std::vector<int32_t> wire;
+  std::vector<float> tick;
+};
+
+Event make_event(int64_t hits) {
+  Event e;
+  e.image = random_floats(e.wires * e.bins, 17, -5.0f, 15.0f);
+  const auto u = random_floats(hits * 2, 18, 0.0f, 1.0f);
+  for (int64_t h = 0; h < hits; ++h) {
+    e.wire.push_back(int32_t(u[h * 2] * float(e.wires - 1)));
+    e.tick.push_back(u[h * 2 + 1] * float(e.bins * 6 - 1));
+  }
+  // Corners and the trailing partial window.
+  e.wire.insert(e.wire.end(), {0, int32_t(e.wires - 1), 3});
+  e.tick.insert(e.tick.end(), {0.0f, float(e.bins * 6 + 4), 200.5f});
+  return e;
+}
+
+std::vector<HostTensor> inputs_of(const Event& e) {
+  const int64_t hits = int64_t(e.wire.size());
+  return {HostTensor::make<float>("image", DataType::kFloat32, {e.wires, e.bins}, e.image),
+          HostTensor::make<int32_t>("hit_wire", DataType::kInt32, {hits}, e.wire),
+          HostTensor::make<float>("hit_tick", DataType::kFloat32, {hits}, e.tick)};
+}
+
+// Per-hit scores equal the CNN run on the patches extract_patches makes for the same hits (to
+// 1e-5: the chunk size changes the fused plan's slab partition, so the summation order).
+TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
+  const Backend& backend = *GetParam();
+  const bool emu = backend.id() == BackendId::kGpuEmu;
+  const Event e = make_event(emu ? 0 : 17);  // the emulator runs one OS thread per element
+  const int64_t hits = int64_t(e.wire.size());
+  const auto cnn = models::make_emtrk_model();
+  models::MichelFromImageOptions options;
+  options.hits_per_chunk = emu ? 2 : 7;  // several chunks and a partial last one
+  const auto model = models::make_michel_from_image(cnn, backend, options);
+  const auto out = model->run(inputs_of(e));
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].shape, (std::vector<int64_t>{hits, 4}));
+  ASSERT_EQ(out[1].shape, (std::vector<int64_t>{hits}));
+
+  Queue queue(backend);
+  const auto image = to_device(queue, e.image);
+  const auto wire = to_device(queue, e.wire);
+  const auto tick = to_device(queue, e.tick);
+  auto patches = make_device_buffer<float>(queue, size_t(hits * 48 * 48));
+  auto fiducial = make_device_buffer<uint8_t>(queue, size_t(hits));
+  extract_patches(queue, make_view<2>(static_cast<const float*>(image.data()), {e.wires, e.bins}),
+                  e.bins * 6 + 5, wire.view(), tick.view(),
+                  make_view<3>(patches.data(), {hits, 48, 48}), fiducial.view());
+  const auto host_patches = to_host(queue, patches);
+  const auto host_fiducial = to_host(queue, fiducial);
+  models::OnnxModelOptions cnn_options;
+  cnn_options.max_batch = hits;
+  const auto reference =
+      models::make_onnx_model(cnn, backend, cnn_options)
+          ->run(std::vector{HostTensor::make<float>("main_input", DataType::kFloat32,
+                                                    {hits, 48, 48, 1}, host_patches)});
+  const auto scores = out[0].values<float>();
+  for (int64_t h = 0; h < hits; ++h) {
+    for (int k = 0; k < 3; ++k)
+      EXPECT_NEAR(scores[h * 4 + k], reference[0].values<float>()[h * 3 + k], 1e-5) << h;
+    EXPECT_NEAR(scores[h * 4 + 3], reference[1].values<float>()[h], 1e-5) << h;
+    EXPECT_EQ(out[1].values<uint8_t>()[h], host_fiducial[h]) << h;
+    const float sum = scores[h * 4] + scores[h * 4 + 1] + scores[h * 4 + 2];
+    EXPECT_NEAR(sum, 1.0f, 1e-5);
+  }
+  EXPECT_EQ(out[1].values<uint8_t>()[hits - 3], 0) << "corner hit is not fiducial";
+}
+
+TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
+  const Backend& backend = *GetParam();
+  const auto model = models::make_michel_from_image(models::make_emtrk_model(), backend);
+  Event e = make_event(2);
+  e.wire[1] = int32_t(e.wires);  // one past the last wire
+  try {
+    model->run(inputs_of(e));
+    ADD_FAILURE() << "a hit outside the image was accepted";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(err.what()).find("wire"), std::string::npos) << err.what();
+  }
+  Event ok = make_event(2);
+  auto in = inputs_of(ok);
+  in[2] = HostTensor::make<float>("hit_tick", DataType::kFloat32, {1}, std::vector<float>{1.0f});
+  try {
+    model->run(in);
+    ADD_FAILURE() << "hit_tick shorter than hit_wire was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("hit_tick length"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(model->run(inputs_of(ok))[0].shape[0], int64_t(ok.wire.size())) << "still serving";
+  models::MichelFromImageOptions small;
+  small.patch.patch_wires = small.patch.patch_bins = 32;  // the network takes 48 x 48
+  try {
+    models::make_michel_from_image(models::make_emtrk_model(), backend, small);
+    ADD_FAILURE() << "a CNN of the wrong input size was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("input shape"), std::string::npos) << err.what();
+  }
+}
+
+KAAS_INSTANTIATE_FOR_BACKENDS(MichelFromImageTest);
+
+}  // namespace
+}  // namespace kaas::testing
