@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "backends/blas/vendor_blas.h"
+#include "backends/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_cpu_fast.h"
 #include "kernels/detail/checks.h"
 
 namespace kaas {
@@ -50,7 +52,21 @@ bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
   return y_ok && blas_operand(a).ok && blas_operand(b).ok;
 }
 
+bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
+                 View2<float> y) {
+  const BackendId id = queue.backend_id();
+  return (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
+         gemm_cpu_fast_avx512_isa_available() && op_a.stride[1] == 1 && op_b.stride[1] == 1 &&
+         y.stride[1] == 1 && y.extent[1] % 16 == 0;
+}
+
 }  // namespace
+
+bool gemm_cpu_fast_avx512_isa_available() {
+  static const bool available = cpu_fast::gemm_avx512_compiled() && cpu_features().avx512f &&
+                                cpu_features().fma;
+  return available;
+}
 
 const char* gemm_vendor_name(const Queue& queue) {
   return blas::sgemm_name(queue);
@@ -61,7 +77,9 @@ GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const 
   if (params.impl != GemmImpl::kAuto) return params.impl;
   const auto op_a = params.trans_a ? transposed(a) : a;
   const auto op_b = params.trans_b ? transposed(b) : b;
-  // Measured (bench/results): OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
+  // Measured (bench/results): the AVX-512 kernel beats Debian's OpenBLAS (AVX2 kernels) and
+  // OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
+  if (avx512_fits(queue, op_a, op_b, y)) return GemmImpl::kCpuFastAvx512;
   return blas::has_sgemm(queue) && vendor_fits(op_a, op_b, y) ? GemmImpl::kVendor
                                                               : GemmImpl::kPortable;
 }
@@ -102,12 +120,25 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
     c_broadcast = View2<const float>{};
   }
   require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
-              params.impl == GemmImpl::kVendor,
-          where, "impl", "kAuto, kPortable or kVendor",
+              params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kCpuFastAvx512,
+          where, "impl", "kAuto, kPortable, kVendor or kCpuFastAvx512",
           std::to_string(static_cast<int>(params.impl)));
   if (y.size() == 0) return;
 
   const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
+  if (impl == GemmImpl::kCpuFastAvx512) {
+    require(avx512_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx512",
+            "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0",
+            std::string(queue.backend().name()) + ", N = " + std::to_string(n));
+    // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
+    KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
+    cpu_fast::GemmRowMajorArgs args{op_a.data, op_a.stride[0], op_b.data, op_b.stride[0],
+                                    y.data,    y.stride[0],    m,         n,
+                                    k,         params.alpha,   params.epilogue,
+                                    queue.backend_id() == BackendId::kOpenmp};
+    cpu_fast::gemm_avx512(args);
+    return;
+  }
   if (impl == GemmImpl::kVendor) {
     require(blas::has_sgemm(queue), where, "impl kVendor",
             "a backend with vendor BLAS (openmp with OpenBLAS, cuda)",

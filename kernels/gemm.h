@@ -16,9 +16,10 @@
 namespace kaas {
 
 enum class GemmImpl {
-  kAuto,      // vendor BLAS when available for the queue and the operands, else portable
-  kPortable,  // the single-source tiled kernel
-  kVendor,    // vendor BLAS or an kUnimplemented error
+  kAuto,           // the first that applies: kCpuFastAvx512, kVendor, kPortable
+  kPortable,       // the single-source tiled kernel
+  kVendor,         // vendor BLAS or an kUnimplemented error
+  kCpuFastAvx512,  // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
 };
 
 struct GemmParams {
@@ -48,6 +49,8 @@ void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape
 GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<float> y, const GemmParams& params);
 const char* gemm_vendor_name(const Queue& queue);
+// Whether this CPU has what kCpuFastAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
+bool gemm_cpu_fast_avx512_isa_available();
 
 // Launchers: the tiled kernel, and the element-wise passes around a vendor call.
 KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,

@@ -230,6 +230,29 @@ void nhwc_for_single_channel_conv(Graph& g) {
   }
 }
 
+// Gemm(transB) with a constant B (PyTorch Linear): store B^T once, so every GEMM path,
+// including the row-major CPU fast path, reads a [K, N] weight.
+void untranspose_constant_weights(Graph& g) {
+  for (Op& op : g.ops) {
+    if (op.kind != OpKind::kGemm || !op.gemm.trans_b || !is_constant(g, op.inputs[1])) continue;
+    const Value& w = g.values[op.inputs[1]];
+    const int64_t rows = w.shape[0], cols = w.shape[1];  // [N, K]
+    Value t;
+    t.name = w.name + "/kaas_transposed";
+    t.constant = true;
+    t.shape = {cols, rows};
+    t.data.resize(w.data.size());
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t k = 0; k < cols; ++k) t.data[k * rows + n] = w.data[n * cols + k];
+    }
+    const std::string name = w.name;
+    g.values.push_back(std::move(t));
+    op.inputs[1] = static_cast<int>(g.values.size()) - 1;
+    op.gemm.trans_b = false;
+    g.log.push_back("weight " + name + " of " + op.node + " stored transposed (transB folded)");
+  }
+}
+
 }  // namespace
 
 void simplify(Graph& graph) {
@@ -238,6 +261,7 @@ void simplify(Graph& graph) {
   fuse_nhwc_conv(graph);
   fold_transpose_flatten(graph);
   nhwc_for_single_channel_conv(graph);
+  untranspose_constant_weights(graph);
 }
 
 }  // namespace kaas::models::onnx_import

@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   app.add_option("--fused", fused, "auto, off or require: the fused conv-dense-heads plan")
       ->check(CLI::IsMember({"auto", "off", "require"}));
+  int64_t slab_kib = kaas::models::OnnxModelOptions{}.fused_slab_bytes / 1024;
+  app.add_option("--fused-slab-kib", slab_kib, "fused plan: conv slab budget on CPU backends")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
   app.add_flag("--list-backends", list, "list the compiled backends and exit");
   app.add_flag("--describe", describe, "print the execution plan");
   CLI11_PARSE(app, argc, argv);
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
     options.fused = fused == "off"       ? kaas::models::FusedPlan::kOff
                     : fused == "require" ? kaas::models::FusedPlan::kRequire
                                          : kaas::models::FusedPlan::kAuto;
+    options.fused_slab_bytes = slab_kib * 1024;
     auto model = kaas::models::make_onnx_model(proto, backend, options);
     const auto& sig = model->signature();
     std::printf("model %s on %s (max batch %lld)\n", model_path.c_str(),

@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include <random>
+
 #include "backends/error.h"
 #include "models/emtrk_model.h"
+#include "models/npy.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};
@@ -19,6 +22,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "weight generator seed");
   app.add_option("--max-batch-size", max_batch_size, "max_batch_size in config.pbtxt")
       ->check(CLI::Range(1, 1 << 20));
+  std::string example_path;
+  int64_t example_count = 256;
+  app.add_option("--example-patches", example_path,
+                 "also write deterministic example patches (.npy, NHWC or NCHW per --style)");
+  app.add_option("--example-count", example_count, "number of example patches")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   CLI11_PARSE(app, argc, argv);
   try {
     kaas::models::EmTrkModelOptions options;
@@ -29,6 +38,23 @@ int main(int argc, char** argv) {
     std::printf("wrote %s/%s/config.pbtxt and %s/%s/1/model.onnx (%lld parameters)\n",
                 repository.c_str(), name.c_str(), repository.c_str(), name.c_str(),
                 static_cast<long long>(kaas::models::kEmTrkParameters));
+    if (!example_path.empty()) {
+      // ADC-like values in the scaled range -5..15 with a zero (below threshold) background.
+      std::mt19937 engine(seed);
+      std::vector<float> values(size_t(example_count) * 48 * 48);
+      for (auto& v : values) {
+        const double unit = double(engine() >> 8) * (1.0 / 16777216.0);
+        v = unit < 0.7 ? 0.0f : static_cast<float>(unit * 20.0 - 5.0);
+      }
+      const std::vector<int64_t> shape = style == "keras"
+                                             ? std::vector<int64_t>{example_count, 48, 48, 1}
+                                             : std::vector<int64_t>{example_count, 1, 48, 48};
+      kaas::models::write_npy(example_path,
+                              kaas::models::HostTensor::make<float>(
+                                  "main_input", kaas::models::DataType::kFloat32, shape, values));
+      std::printf("wrote %s (%lld example patches)\n", example_path.c_str(),
+                  static_cast<long long>(example_count));
+    }
   } catch (const kaas::Error& e) {
     std::fprintf(stderr, "kaas-make-emtrk-model: %s\n", e.what());
     return 1;

@@ -1,0 +1,29 @@
+#pragma once
+// CPU fast path of gemm (see kernels/gemm.h): an AVX-512 register-blocked kernel for row-major
+// operands, y = act(y + alpha * a . b), compiled alone with AVX-512 flags
+// (gemm_cpu_fast_avx512.cc) and called only when gemm_cpu_fast_avx512_isa_available(). Debian's
+// OpenBLAS runs its Haswell (AVX2) kernels on this class of CPU; AVX-512 doubles the FMA width.
+
+#include <cstdint>
+
+#include "kernels/activation.h"
+
+namespace kaas::cpu_fast {
+
+struct GemmRowMajorArgs {
+  const float* a;  // [m, k], row stride lda, unit column stride
+  int64_t lda;
+  const float* b;  // [k, n], row stride ldb, unit column stride
+  int64_t ldb;
+  float* y;  // [m, n], row stride ldy: holds beta * c (or 0) on entry
+  int64_t ldy;
+  int64_t m, n, k;  // n % 16 == 0
+  float alpha;
+  Epilogue epilogue;
+  bool parallel;  // spread (row block, column panel) tiles over the caller's OpenMP threads
+};
+
+bool gemm_avx512_compiled();
+void gemm_avx512(const GemmRowMajorArgs& args);
+
+}  // namespace kaas::cpu_fast
