@@ -52,7 +52,9 @@ void dense_kaas(benchmark::State& state, const Backend* backend, GemmImpl impl, 
   set_flops(state, dense_flops(batch, in, out));
   const GemmImpl chosen =
       gemm_chosen_impl(queue, xv, wv, yv, GemmParams{false, false, 1, 1, {}, impl});
-  state.SetLabel(chosen == GemmImpl::kVendor ? gemm_vendor_name(queue) : "portable tiled");
+  state.SetLabel(chosen == GemmImpl::kVendor          ? gemm_vendor_name(queue)
+                 : chosen == GemmImpl::kCpuFastAvx512 ? "cpu_fast_avx512"
+                                                      : "portable tiled");
 }
 
 #if KAAS_HAVE_OPENBLAS

@@ -131,7 +131,10 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
             "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0",
             std::string(queue.backend().name()) + ", N = " + std::to_string(n));
     // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
-    KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
+    // Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
+    const bool c_is_y = c_broadcast.data == y.data && c_broadcast.stride[0] == y.stride[0] &&
+                        c_broadcast.stride[1] == y.stride[1] && params.beta == 1.0f;
+    if (!c_is_y) KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
     cpu_fast::GemmRowMajorArgs args{op_a.data, op_a.stride[0], op_b.data, op_b.stride[0],
                                     y.data,    y.stride[0],    m,         n,
                                     k,         params.alpha,   params.epilogue,

@@ -35,7 +35,7 @@ struct OnnxModelOptions {
   int64_t max_batch = 256;  // buffers are planned for this many (dynamic-batch models)
   FusedPlan fused = FusedPlan::kAuto;
   int64_t fused_batch_tile = 256;      // patches per conv slab pass
-  int64_t fused_slab_bytes = 2 << 20;  // conv slab budget on CPU backends
+  int64_t fused_slab_bytes = 8 << 20;  // conv slab budget on CPU backends (stays in the L3)
 };
 
 // An imported model with device-level access, for models that chain the network with other
