@@ -9,6 +9,8 @@ import sys
 
 
 def throughput(b):
+    if "hits/s" in b and "bytes_per_second" not in b:  # michel_from_image: a whole event
+        return (f"{b['hits/s'] / 1e3:.1f} k hits/s, {b.get('hits/event', 0):.0f} hits/event", "")
     if "hits/s" in b:
         return (f"{b['hits/s'] / 1e6:.2f} M hits/s, {b['bytes_per_second'] / 1e9:.1f} GB/s",
                 f"{b.get('frac_peak_bw', 0):.2f} of stream peak")
