@@ -63,8 +63,8 @@ bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float>
 }  // namespace
 
 bool gemm_cpu_fast_avx512_isa_available() {
-  static const bool available = cpu_fast::gemm_avx512_compiled() && cpu_features().avx512f &&
-                                cpu_features().fma;
+  static const bool available =
+      cpu_fast::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
   return available;
 }
 
@@ -135,9 +135,17 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
     const bool c_is_y = c_broadcast.data == y.data && c_broadcast.stride[0] == y.stride[0] &&
                         c_broadcast.stride[1] == y.stride[1] && params.beta == 1.0f;
     if (!c_is_y) KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
-    cpu_fast::GemmRowMajorArgs args{op_a.data, op_a.stride[0], op_b.data, op_b.stride[0],
-                                    y.data,    y.stride[0],    m,         n,
-                                    k,         params.alpha,   params.epilogue,
+    cpu_fast::GemmRowMajorArgs args{op_a.data,
+                                    op_a.stride[0],
+                                    op_b.data,
+                                    op_b.stride[0],
+                                    y.data,
+                                    y.stride[0],
+                                    m,
+                                    n,
+                                    k,
+                                    params.alpha,
+                                    params.epilogue,
                                     queue.backend_id() == BackendId::kOpenmp};
     cpu_fast::gemm_avx512(args);
     return;

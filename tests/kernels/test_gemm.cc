@@ -122,8 +122,8 @@ std::vector<GemmImpl> impls_for(const Queue& queue) {
 TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
   Queue queue(*GetParam());
   // N = 16, 48, 128 and 32 also take the AVX-512 path (row-major operands only).
-  const int64_t shapes[][3] = {{0, 5, 3},    {1, 1, 1},      {3, 31, 5},   {32, 32, 32},
-                               {33, 65, 17}, {257, 33, 129}, {1, 1000, 7}, {5, 0, 4},
+  const int64_t shapes[][3] = {{0, 5, 3},    {1, 1, 1},      {3, 31, 5},    {32, 32, 32},
+                               {33, 65, 17}, {257, 33, 129}, {1, 1000, 7},  {5, 0, 4},
                                {13, 5, 16},  {37, 300, 48},  {25, 600, 128}};
   const Epilogue epilogues[] = {{Activation::kNone, 0},
                                 {Activation::kRelu, 0},
