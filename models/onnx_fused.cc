@@ -149,7 +149,7 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   const int64_t n = x[0], row_values = y[2] * y[3];
   const int64_t n1 = shapes[dense1.output][1];
   const int64_t tile = std::min(n, buffers.batch_tile);
-  const int64_t rows_per_pass = std::max<int64_t>(1, buffers.slab_elements / (tile * row_values));
+  const int64_t rows_per_pass = buffers.rows_per_pass;
   const float* input = data_of(conv.inputs[0]);
   const auto weight =
       make_view<4>(static_cast<const float*>(data_of(conv.inputs[1])), {w[0], w[1], w[2], w[3]});

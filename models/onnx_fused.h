@@ -22,8 +22,10 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& graph, std::st
 struct FusedBuffers {
   float* slab;  // slab_elements floats: conv rows waiting for the dense layer
   int64_t slab_elements;
-  float* dense1;       // [max_batch, N1]
-  int64_t batch_tile;  // patches per slab pass
+  float* dense1;          // [max_batch, N1]
+  int64_t batch_tile;     // patches per slab pass
+  int64_t rows_per_pass;  // conv output rows per slab: fixed by the plan, not by the batch, so a
+                          // patch's result does not depend on what it is batched with
 };
 
 // Runs the matched plan for `batch` rows; data_of(value) is the device pointer of a value

@@ -79,7 +79,8 @@ class OnnxModel final : public OnnxDeviceModel {
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
     if (fused_) {
       onnx_import::FusedBuffers buffers{fused_slab_.data(), int64_t(fused_slab_.size()),
-                                        fused_dense1_.data(), options_.fused_batch_tile};
+                                        fused_dense1_.data(), options_.fused_batch_tile,
+                                        fused_rows_per_pass_};
       onnx_import::run_conv_dense_heads(
           queue_, graph_, *fused_, shapes_, [this](int v) { return data(v); }, buffers);
     } else {
@@ -236,6 +237,7 @@ class OnnxModel final : public OnnxDeviceModel {
                                     ? options_.fused_slab_bytes
                                     : tile * element_count(conv_out) / conv_out[0] * 4;
     const int64_t rows = onnx_import::slab_rows(graph_, *fused_, max_shapes_, tile, slab_budget);
+    fused_rows_per_pass_ = rows;
     fused_slab_ =
         make_device_buffer<float>(queue_, size_t(tile * rows * conv_out[2] * conv_out[3]));
     fused_dense1_ = make_device_buffer<float>(
@@ -342,6 +344,7 @@ class OnnxModel final : public OnnxDeviceModel {
   std::vector<int> storage_of_;
   std::optional<onnx_import::ConvDenseHeads> fused_;
   DeviceBuffer<float> fused_slab_, fused_dense1_;
+  int64_t fused_rows_per_pass_ = 1;
   std::mutex mutex_;
 };
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Creates (or completes) the project's Python virtual environment .venv with the PyPI test and
-# benchmark tools: onnxruntime (the EmTrkMichelId cross-check and peer) and numpy.
+# benchmark tools: onnxruntime (the EmTrkMichelId cross-check and peer), numpy and the Triton
+# clients (tritonclient[grpc,http], the kaas-server tests).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
-requirements=(onnxruntime numpy)
+requirements=(onnxruntime numpy "tritonclient[grpc,http]")
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
-if .venv/bin/python -c "import onnxruntime, numpy" 2> /dev/null; then
+if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclient.http" 2> /dev/null; then
   echo "python_env: .venv has ${requirements[*]}"
   exit 0
 fi

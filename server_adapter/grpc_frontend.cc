@@ -1,0 +1,314 @@
+#include "server_adapter/grpc_frontend.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <climits>
+#include <fstream>
+#include <sstream>
+
+#include "backends/error.h"
+#include "grpc_service.grpc.pb.h"
+#include "server_adapter/tensor_codec.h"
+
+namespace kaas::server {
+
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+
+Status to_status(const std::exception& e) {
+  if (const auto* k = dynamic_cast<const Error*>(&e))
+    return Status(static_cast<grpc::StatusCode>(grpc_status_code(k->code())), k->what());
+  return Status(grpc::StatusCode::INTERNAL, e.what());
+}
+
+// The client's deadline passed while its request was queued or running.
+struct DeadlineExceeded {};
+
+template <class F>
+Status guarded(F&& f) {
+  try {
+    f();
+    return Status::OK;
+  } catch (const DeadlineExceeded&) {
+    return Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                  "deadline exceeded before the inference finished");
+  } catch (const std::exception& e) {
+    return to_status(e);
+  }
+}
+
+// A typed-contents tensor (no raw bytes) as a HostTensor.
+HostTensor tensor_from_contents(const inference::ModelInferRequest::InferInputTensor& in) {
+  const DataType dtype = parse_datatype(in.datatype(), in.name());
+  std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+  const int64_t elements = checked_elements(shape, in.name());
+  const auto& c = in.contents();
+  auto count_error = [&](int64_t given) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "tensor '" + in.name() + "': " + std::to_string(given) +
+                    " values in contents, shape " + models::shape_string(shape) + " needs " +
+                    std::to_string(elements));
+  };
+  HostTensor t{in.name(), dtype, shape, {}};
+  auto fill = [&](const auto& values, auto tag) {
+    using T = decltype(tag);
+    if (values.size() != elements) count_error(values.size());
+    t.bytes.resize(size_t(elements) * sizeof(T));
+    T* out = reinterpret_cast<T*>(t.bytes.data());
+    for (int64_t i = 0; i < elements; ++i) out[i] = static_cast<T>(values[int(i)]);
+  };
+  switch (dtype) {
+    case DataType::kFloat32:
+      fill(c.fp32_contents(), float{});
+      break;
+    case DataType::kInt32:
+      fill(c.int_contents(), int32_t{});
+      break;
+    case DataType::kInt64:
+      fill(c.int64_contents(), int64_t{});
+      break;
+    case DataType::kUint8:
+      fill(c.uint_contents(), uint8_t{});
+      break;
+  }
+  return t;
+}
+
+class Service final : public inference::GRPCInferenceService::Service {
+ public:
+  explicit Service(ServerState& state) : state_(state) {}
+
+  Status ServerLive(ServerContext*, const inference::ServerLiveRequest*,
+                    inference::ServerLiveResponse* r) override {
+    r->set_live(true);
+    return Status::OK;
+  }
+  Status ServerReady(ServerContext*, const inference::ServerReadyRequest*,
+                     inference::ServerReadyResponse* r) override {
+    r->set_ready(state_.ready.load());
+    return Status::OK;
+  }
+  Status ModelReady(ServerContext*, const inference::ModelReadyRequest* q,
+                    inference::ModelReadyResponse* r) override {
+    try {
+      state_.repository->get(q->name(), q->version());
+      r->set_ready(state_.ready.load());
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnavailable) return to_status(e);
+      r->set_ready(false);
+    }
+    return Status::OK;
+  }
+  Status ServerMetadata(ServerContext*, const inference::ServerMetadataRequest*,
+                        inference::ServerMetadataResponse* r) override {
+    r->set_name(kServerName);
+    r->set_version(kServerVersion);
+    for (const auto& e : server_extensions()) r->add_extensions(e);
+    return Status::OK;
+  }
+  Status ModelMetadata(ServerContext*, const inference::ModelMetadataRequest* q,
+                       inference::ModelMetadataResponse* r) override {
+    return guarded([&] {
+      const auto m = state_.repository->get(q->name(), q->version());
+      r->set_name(m->name);
+      r->add_versions(std::to_string(m->version));
+      r->set_platform(model_platform(*m));
+      const auto& sig = m->scheduler->signature();
+      for (const auto& spec : sig.inputs) add_tensor(r->add_inputs(), spec);
+      for (const auto& spec : sig.outputs) add_tensor(r->add_outputs(), spec);
+    });
+  }
+  Status ModelConfig(ServerContext*, const inference::ModelConfigRequest* q,
+                     inference::ModelConfigResponse* r) override {
+    return guarded(
+        [&] { *r->mutable_config() = state_.repository->get(q->name(), q->version())->config; });
+  }
+  Status ModelStatistics(ServerContext*, const inference::ModelStatisticsRequest* q,
+                         inference::ModelStatisticsResponse* r) override {
+    return guarded([&] {
+      std::vector<std::shared_ptr<ServedModel>> models;
+      if (q->name().empty()) {
+        models = state_.repository->ready_models();
+      } else {
+        models.push_back(state_.repository->get(q->name(), q->version()));
+      }
+      for (const auto& m : models) fill_statistics(*m, r->add_model_stats());
+    });
+  }
+  Status RepositoryIndex(ServerContext*, const inference::RepositoryIndexRequest* q,
+                         inference::RepositoryIndexResponse* r) override {
+    return guarded([&] {
+      for (const auto& e : state_.repository->index(q->ready())) {
+        auto* m = r->add_models();
+        m->set_name(e.name);
+        m->set_version(e.version);
+        m->set_state(e.state);
+        m->set_reason(e.reason);
+      }
+    });
+  }
+  Status RepositoryModelLoad(ServerContext*, const inference::RepositoryModelLoadRequest* q,
+                             inference::RepositoryModelLoadResponse*) override {
+    return guarded([&] { state_.repository->load(q->model_name()); });
+  }
+  Status RepositoryModelUnload(ServerContext*, const inference::RepositoryModelUnloadRequest* q,
+                               inference::RepositoryModelUnloadResponse*) override {
+    return guarded([&] { state_.repository->unload(q->model_name()); });
+  }
+
+  Status ModelInfer(ServerContext* context, const inference::ModelInferRequest* q,
+                    inference::ModelInferResponse* r) override {
+    return guarded([&] {
+      if (!state_.ready.load())
+        throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
+      const auto model = state_.repository->get(q->model_name(), q->model_version());
+      InferRequest request;
+      const bool raw = q->raw_input_contents_size() > 0;
+      if (raw && q->raw_input_contents_size() != q->inputs_size())
+        throw Error(ErrorCode::kInvalidArgument,
+                    "raw_input_contents has " + std::to_string(q->raw_input_contents_size()) +
+                        " entries for " + std::to_string(q->inputs_size()) + " inputs");
+      for (int i = 0; i < q->inputs_size(); ++i) {
+        const auto& in = q->inputs(i);
+        if (raw && in.has_contents())
+          throw Error(
+              ErrorCode::kInvalidArgument,
+              "tensor '" + in.name() + "': contents set although raw_input_contents is used");
+        std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+        request.inputs.push_back(
+            raw ? tensor_from_raw(in.name(), in.datatype(), shape, q->raw_input_contents(i))
+                : tensor_from_contents(in));
+      }
+      if (const auto it = q->parameters().find("timeout"); it != q->parameters().end())
+        request.timeout = std::chrono::microseconds(it->second.int64_param());
+      std::vector<std::string> requested;
+      for (const auto& o : q->outputs()) requested.push_back(o.name());
+      // Unknown requested outputs fail before the request is queued.
+      std::vector<HostTensor> names_only;
+      for (const auto& spec : model->scheduler->signature().outputs)
+        names_only.push_back(HostTensor{spec.name, spec.dtype, {}, {}});
+      select_outputs(names_only, requested, model->name);
+      auto future = model->scheduler->submit(std::move(request));
+      const auto deadline = context->deadline();
+      if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+        if (future.wait_until(deadline) != std::future_status::ready) throw DeadlineExceeded{};
+      }
+      const auto outputs = future.get();
+      r->set_model_name(model->name);
+      r->set_model_version(std::to_string(model->version));
+      r->set_id(q->id());
+      for (const HostTensor* out : select_outputs(outputs, requested, model->name)) {
+        auto* o = r->add_outputs();
+        o->set_name(out->name);
+        o->set_datatype(std::string(models::triton_name(out->dtype)));
+        for (int64_t d : out->shape) o->add_shape(d);
+        r->add_raw_output_contents(reinterpret_cast<const char*>(out->bytes.data()),
+                                   out->bytes.size());
+      }
+    });
+  }
+
+ private:
+  static void add_tensor(inference::ModelMetadataResponse::TensorMetadata* t,
+                         const models::TensorSpec& spec) {
+    t->set_name(spec.name);
+    t->set_datatype(std::string(models::triton_name(spec.dtype)));
+    for (int64_t d : spec.shape) t->add_shape(d);
+  }
+  static void set_duration(inference::StatisticDuration* d, const Duration& from) {
+    d->set_count(from.count);
+    d->set_ns(from.ns);
+  }
+  static void fill_statistics(const ServedModel& m, inference::ModelStatistics* s) {
+    const StatsSnapshot snap = m.stats->snapshot();
+    s->set_name(m.name);
+    s->set_version(std::to_string(m.version));
+    s->set_last_inference(snap.last_inference_ms);
+    s->set_inference_count(snap.inference_count);
+    s->set_execution_count(snap.execution_count);
+    auto* is = s->mutable_inference_stats();
+    set_duration(is->mutable_success(), snap.success);
+    set_duration(is->mutable_fail(), snap.fail);
+    set_duration(is->mutable_queue(), snap.queue);
+    set_duration(is->mutable_compute_input(), snap.compute_input);
+    set_duration(is->mutable_compute_infer(), snap.compute_infer);
+    set_duration(is->mutable_compute_output(), snap.compute_output);
+    is->mutable_cache_hit();
+    is->mutable_cache_miss();
+    for (const auto& [size, b] : snap.batches) {
+      auto* bs = s->add_batch_stats();
+      bs->set_batch_size(size);
+      set_duration(bs->mutable_compute_input(), b.compute_input);
+      set_duration(bs->mutable_compute_infer(), b.compute_infer);
+      set_duration(bs->mutable_compute_output(), b.compute_output);
+    }
+  }
+
+  ServerState& state_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kNotFound, "cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+struct GrpcFrontend::Impl {
+  std::unique_ptr<Service> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+GrpcFrontend::GrpcFrontend(ServerState& state, const GrpcOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->service = std::make_unique<Service>(state);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back(
+        {read_file(options.tls_key_file), read_file(options.tls_cert_file)});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials,
+                           &impl_->port);
+  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxSendMessageSize(INT_MAX);
+  builder.RegisterService(impl_->service.get());
+  impl_->server = builder.BuildAndStart();
+  if (!impl_->server || impl_->port == 0)
+    throw Error(ErrorCode::kUnavailable,
+                "gRPC: cannot listen on " + options.host + ":" + std::to_string(options.port));
+}
+
+GrpcFrontend::~GrpcFrontend() {
+  shutdown();
+}
+
+int GrpcFrontend::port() const {
+  return impl_->port;
+}
+
+void GrpcFrontend::set_serving(bool serving) {
+  if (auto* health = impl_->server->GetHealthCheckService()) health->SetServingStatus(serving);
+}
+
+void GrpcFrontend::shutdown() {
+  if (impl_->server) {
+    impl_->server->Shutdown();
+    impl_->server->Wait();
+    impl_->server.reset();
+  }
+}
+
+}  // namespace kaas::server

@@ -1,0 +1,122 @@
+#include "server_adapter/metrics.h"
+
+#include <httplib.h>
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <thread>
+
+#include "backends/error.h"
+
+namespace kaas::server {
+
+namespace {
+
+class ModelMetrics final : public prometheus::Collectable {
+ public:
+  explicit ModelMetrics(ServerState& state) : state_(state) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    struct Family {
+      const char* name;
+      const char* help;
+      prometheus::MetricType type;
+      double (*value)(const StatsSnapshot&);
+    };
+    static const Family families[] = {
+        {"nv_inference_request_success", "Number of successful inference requests",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.success.count); }},
+        {"nv_inference_request_failure", "Number of failed inference requests",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.fail.count); }},
+        {"nv_inference_count", "Number of inferences performed (batch elements)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.inference_count); }},
+        {"nv_inference_exec_count", "Number of model executions performed",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.execution_count); }},
+        {"nv_inference_request_duration_us", "Cumulative end-to-end inference request time (us)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double((s.success.ns + s.fail.ns) / 1000); }},
+        {"nv_inference_queue_duration_us", "Cumulative time requests spent queued (us)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.queue.ns / 1000); }},
+        {"nv_inference_compute_input_duration_us", "Cumulative compute input time (us)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.compute_input.ns / 1000); }},
+        {"nv_inference_compute_infer_duration_us", "Cumulative compute inference time (us)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.compute_infer.ns / 1000); }},
+        {"nv_inference_compute_output_duration_us", "Cumulative compute output time (us)",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.compute_output.ns / 1000); }},
+        {"nv_inference_pending_request_count",
+         "Instantaneous number of requests queued or executing", prometheus::MetricType::Gauge,
+         [](const StatsSnapshot& s) { return double(s.pending); }},
+    };
+    std::vector<std::pair<std::shared_ptr<ServedModel>, StatsSnapshot>> models;
+    for (const auto& m : state_.repository->ready_models())
+      models.emplace_back(m, m->stats->snapshot());
+    std::vector<prometheus::MetricFamily> out;
+    for (const Family& f : families) {
+      prometheus::MetricFamily family;
+      family.name = f.name;
+      family.help = f.help;
+      family.type = f.type;
+      for (const auto& [model, snap] : models) {
+        prometheus::ClientMetric metric;
+        metric.label = {{"model", model->name}, {"version", std::to_string(model->version)}};
+        if (f.type == prometheus::MetricType::Counter) {
+          metric.counter.value = f.value(snap);
+        } else {
+          metric.gauge.value = f.value(snap);
+        }
+        family.metric.push_back(std::move(metric));
+      }
+      out.push_back(std::move(family));
+    }
+    return out;
+  }
+
+ private:
+  ServerState& state_;
+};
+
+}  // namespace
+
+// The text exposition format from prometheus-cpp's serializer, served by cpp-httplib (which,
+// unlike prometheus-cpp's civetweb exposer, can listen on a free port picked by the system).
+struct MetricsEndpoint::Impl {
+  ModelMetrics collector;
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+  explicit Impl(ServerState& state) : collector(state) {}
+};
+
+MetricsEndpoint::MetricsEndpoint(ServerState& state, const std::string& host, int port)
+    : impl_(std::make_unique<Impl>(state)) {
+  impl_->server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus::TextSerializer().Serialize(impl_->collector.Collect()),
+                    "text/plain; version=0.0.4");
+  });
+  impl_->port = port == 0 ? impl_->server.bind_to_any_port(host)
+                          : (impl_->server.bind_to_port(host, port) ? port : -1);
+  if (impl_->port <= 0)
+    throw Error(ErrorCode::kUnavailable,
+                "metrics: cannot listen on " + host + ":" + std::to_string(port));
+  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+}
+
+MetricsEndpoint::~MetricsEndpoint() {
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+int MetricsEndpoint::port() const {
+  return impl_->port;
+}
+
+}  // namespace kaas::server

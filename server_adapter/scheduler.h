@@ -1,0 +1,79 @@
+#pragma once
+// One model's request queue, instances and dynamic batcher (Triton semantics): requests queue
+// FIFO; each instance (instance_group count) takes the oldest request and adds following ones
+// while the batch stays <= max_batch_size and their non-batch shapes match; it runs at once when
+// a preferred size (or the maximum) is reached, else waits until the oldest request is
+// max_queue_delay old. Inputs are concatenated along the batch dimension, outputs split back.
+// A full queue rejects at once (kUnavailable); a request whose queue timeout expires before it
+// runs fails with kUnavailable "Request timeout expired".
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/model.h"
+#include "server_adapter/stats.h"
+
+namespace kaas::server {
+
+struct BatchingPolicy {
+  bool dynamic = false;  // dynamic_batching present (and max_batch > 0)
+  std::vector<int64_t> preferred_sizes;
+  std::chrono::microseconds max_queue_delay{0};
+  size_t max_queue_size = 4096;                  // requests
+  std::chrono::microseconds default_timeout{0};  // 0: none
+  bool allow_timeout_override = true;
+};
+
+struct InferRequest {
+  std::vector<models::HostTensor> inputs;
+  std::optional<std::chrono::microseconds> timeout;  // queue timeout (the request's parameter)
+};
+
+class ModelScheduler {
+ public:
+  // `instances` all serve the same model (one execution at a time each).
+  ModelScheduler(std::string name, std::vector<std::unique_ptr<models::Model>> instances,
+                 BatchingPolicy policy, std::shared_ptr<ModelStats> stats);
+  ~ModelScheduler();  // drains: every accepted request is answered
+  ModelScheduler(const ModelScheduler&) = delete;
+  ModelScheduler& operator=(const ModelScheduler&) = delete;
+
+  const models::ModelSignature& signature() const { return signature_; }
+  // Checks the inputs (kInvalidArgument, counted as a failure) and queues the request.
+  std::future<std::vector<models::HostTensor>> submit(InferRequest request);
+  // Stops accepting (kUnavailable) and waits until every queued request has been answered.
+  void drain();
+
+ private:
+  struct Pending {
+    InferRequest request;
+    int64_t batch = 0;
+    std::chrono::steady_clock::time_point arrival;
+    std::promise<std::vector<models::HostTensor>> promise;
+  };
+  void worker(size_t instance);
+  std::vector<std::unique_ptr<Pending>> take_batch(std::unique_lock<std::mutex>& lock);
+  void execute(models::Model& model, std::vector<std::unique_ptr<Pending>>& batch);
+  bool compatible(const Pending& a, const Pending& b) const;
+
+  std::string name_;
+  std::vector<std::unique_ptr<models::Model>> instances_;
+  models::ModelSignature signature_;
+  BatchingPolicy policy_;
+  std::shared_ptr<ModelStats> stats_;
+  std::mutex mutex_;
+  std::condition_variable wake_, drained_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  size_t executing_ = 0;
+  bool accepting_ = true, stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kaas::server

@@ -1,0 +1,43 @@
+#include "server_adapter/server.h"
+
+#include "backends/backend.h"
+
+namespace kaas::server {
+
+Server::Server(const ServerOptions& options) {
+  const Backend& backend =
+      options.backend == "auto" ? default_backend() : find_backend(options.backend);
+  state_.backend_name = std::string(backend.name());
+  repository_ =
+      std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
+  state_.repository = repository_.get();
+  grpc_ = std::make_unique<GrpcFrontend>(
+      state_,
+      GrpcOptions{options.host, options.grpc_port, options.tls_cert_file, options.tls_key_file});
+  HttpOptions http;
+  http.host = options.host;
+  http.port = options.http_port;
+  http.tls_cert_file = options.tls_cert_file;
+  http.tls_key_file = options.tls_key_file;
+  http.threads = options.http_threads;
+  http_ = std::make_unique<HttpFrontend>(state_, http);
+  metrics_ = std::make_unique<MetricsEndpoint>(state_, options.host, options.metrics_port);
+  state_.ready = true;
+  grpc_->set_serving(true);
+}
+
+Server::~Server() {
+  shutdown();
+}
+
+void Server::shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  state_.ready = false;  // new inference requests: UNAVAILABLE / 503
+  grpc_->set_serving(false);
+  grpc_->shutdown();  // waits for in-flight calls
+  http_->shutdown();  // waits for in-flight requests
+  repository_->drain_all();
+}
+
+}  // namespace kaas::server

@@ -1,0 +1,44 @@
+#pragma once
+// kaas-server as an object: the repository, the gRPC, REST and metrics front ends, and the
+// shutdown sequence (not ready -> stop accepting -> answer everything accepted).
+
+#include <memory>
+#include <string>
+
+#include "server_adapter/grpc_frontend.h"
+#include "server_adapter/http_frontend.h"
+#include "server_adapter/metrics.h"
+#include "server_adapter/model_repository.h"
+
+namespace kaas::server {
+
+struct ServerOptions {
+  std::string model_repository;
+  std::string backend = "auto";
+  std::string host = "127.0.0.1";
+  int http_port = 8000, grpc_port = 8001, metrics_port = 8002;  // 0: pick a free port
+  ModelControl control = ModelControl::kNone;
+  std::string tls_cert_file, tls_key_file;
+  int http_threads = 16;
+};
+
+class Server {
+ public:
+  explicit Server(const ServerOptions& options);
+  ~Server();
+  int http_port() const { return http_->port(); }
+  int grpc_port() const { return grpc_->port(); }
+  int metrics_port() const { return metrics_->port(); }
+  const ModelRepository& repository() const { return *repository_; }
+  void shutdown();
+
+ private:
+  ServerState state_;
+  std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<GrpcFrontend> grpc_;
+  std::unique_ptr<HttpFrontend> http_;
+  std::unique_ptr<MetricsEndpoint> metrics_;
+  bool stopped_ = false;
+};
+
+}  // namespace kaas::server

@@ -1,0 +1,37 @@
+#pragma once
+// What both front ends share: the repository, readiness, server identity.
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "server_adapter/model_repository.h"
+
+namespace kaas::server {
+
+inline constexpr const char* kServerName = "kaas";
+inline constexpr const char* kServerVersion = "0.4.0";
+
+// Triton extension names kaas implements.
+inline const std::vector<std::string>& server_extensions() {
+  static const std::vector<std::string> extensions = {"model_configuration",
+                                                      "binary_tensor_data",
+                                                      "statistics",
+                                                      "model_repository",
+                                                      "model_repository(unload_dependents)",
+                                                      "parameters"};
+  return extensions;
+}
+
+struct ServerState {
+  ModelRepository* repository = nullptr;
+  std::atomic<bool> ready{false};  // false before start and once shutdown begins
+  std::string backend_name;
+};
+
+// The platform a model reports in metadata: config platform, else its backend.
+inline std::string model_platform(const ServedModel& m) {
+  return m.config.platform().empty() ? m.config.backend() : m.config.platform();
+}
+
+}  // namespace kaas::server
