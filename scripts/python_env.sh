@@ -6,11 +6,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
-requirements=(onnxruntime numpy "tritonclient[grpc,http]")
+requirements=(onnxruntime numpy "tritonclient[grpc,http]" grpcio-health-checking grpcio-reflection)
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
-if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclient.http" 2> /dev/null; then
+if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclient.http, grpc_health, grpc_reflection" 2> /dev/null; then
   echo "python_env: .venv has ${requirements[*]}"
   exit 0
 fi

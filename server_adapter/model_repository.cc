@@ -271,6 +271,8 @@ std::shared_ptr<ServedModel> ModelRepository::get(const std::string& name,
     if (failed_.count(name))
       throw Error(ErrorCode::kUnavailable,
                   "model '" + name + "' is not ready: " + failed_.at(name));
+    if (fs::exists(root_ / name / "config.pbtxt"))
+      throw Error(ErrorCode::kUnavailable, "model '" + name + "' is not loaded");
     throw Error(ErrorCode::kNotFound, "unknown model '" + name + "'");
   }
   if (!version.empty() && version != std::to_string(it->second->version))

@@ -54,11 +54,11 @@ def grpc_infer(client, patches, **kwargs):
     return [result.as_numpy(n) for n in EMTRK_OUTPUTS]
 
 
-def http_infer(client, patches, binary):
+def http_infer(client, patches, binary, compression=None):
     inp = httpclient.InferInput("main_input", list(patches.shape), "FP32")
     inp.set_data_from_numpy(patches, binary_data=binary)
     outs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in EMTRK_OUTPUTS]
-    result = client.infer(EMTRK, [inp], outputs=outs)
+    result = client.infer(EMTRK, [inp], outputs=outs, request_compression_algorithm=compression)
     return [result.as_numpy(n) for n in EMTRK_OUTPUTS]
 
 
@@ -122,7 +122,9 @@ def run(server, repo, tmp, args):
         ref = in_process(args.infer, repo / EMTRK / "1" / "model.onnx", patches, tmp)
         for label, got in (("gRPC", grpc_infer(g, patches)),
                            ("HTTP binary", http_infer(h, patches, True)),
-                           ("HTTP JSON", http_infer(h, patches, False))):
+                           ("HTTP JSON", http_infer(h, patches, False)),
+                           ("HTTP binary gzip body", http_infer(h, patches, True, "gzip")),
+                           ("HTTP JSON deflate body", http_infer(h, patches, False, "deflate"))):
             same = all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(got, ref))
             check(same, f"{label} batch {batch}: outputs equal in-process bit for bit")
 
