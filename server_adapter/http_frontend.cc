@@ -400,6 +400,7 @@ HttpFrontend::HttpFrontend(ServerState& state, const HttpOptions& options)
     return new httplib::ThreadPool(size_t(threads));
   };
   impl_->server->set_payload_max_length(options.max_body_bytes);
+  impl_->server->set_tcp_nodelay(true);  // small responses must not wait for a delayed ACK
   impl_->routes();
   impl_->port = options.port == 0
                     ? impl_->server->bind_to_any_port(options.host)
