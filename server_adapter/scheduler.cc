@@ -67,6 +67,7 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
   std::vector<HostTensor> ordered;
   for (const HostTensor* t : checked.ordered)
     ordered.push_back(std::move(request.inputs[size_t(t - request.inputs.data())]));
+  for (const auto& t : ordered) pending->bytes += t.bytes.size();
   pending->request.inputs = std::move(ordered);
   pending->request.timeout = request.timeout;
   auto future = pending->promise.get_future();
@@ -79,6 +80,9 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
     if (!accepting_) reject("the server is shutting down");
     if (queue_.size() >= policy_.max_queue_size)
       reject("queue full (" + std::to_string(queue_.size()) + " requests waiting)");
+    if (!queue_.empty() && queued_bytes_ + pending->bytes > policy_.max_queue_bytes)
+      reject("queue full (" + std::to_string(queued_bytes_ >> 20) + " MiB of inputs waiting)");
+    queued_bytes_ += pending->bytes;
     queue_.push_back(std::move(pending));
     stats_->update([](StatsSnapshot& s) { ++s.pending; });
   }
@@ -118,6 +122,7 @@ std::vector<std::unique_ptr<ModelScheduler::Pending>> ModelScheduler::take_batch
           s.fail.add(ns_between((*it)->arrival, now));
           --s.pending;
         });
+        queued_bytes_ -= (*it)->bytes;
         it = queue_.erase(it);
         drained_.notify_all();
       } else {
@@ -151,6 +156,7 @@ std::vector<std::unique_ptr<ModelScheduler::Pending>> ModelScheduler::take_batch
       }
     }
     for (size_t i = 0; i < take; ++i) {
+      queued_bytes_ -= queue_.front()->bytes;
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }

@@ -4,8 +4,8 @@
 // while the batch stays <= max_batch_size and their non-batch shapes match; it runs at once when
 // a preferred size (or the maximum) is reached, else waits until the oldest request is
 // max_queue_delay old. Inputs are concatenated along the batch dimension, outputs split back.
-// A full queue rejects at once (kUnavailable); a request whose queue timeout expires before it
-// runs fails with kUnavailable "Request timeout expired".
+// A full queue (requests or input bytes) rejects at once (kUnavailable); a request whose queue
+// timeout expires before it runs fails with kUnavailable "Request timeout expired".
 
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +27,7 @@ struct BatchingPolicy {
   std::vector<int64_t> preferred_sizes;
   std::chrono::microseconds max_queue_delay{0};
   size_t max_queue_size = 4096;                  // requests
+  size_t max_queue_bytes = size_t(2) << 30;      // input bytes waiting: memory stays bounded
   std::chrono::microseconds default_timeout{0};  // 0: none
   bool allow_timeout_override = true;
 };
@@ -55,6 +56,7 @@ class ModelScheduler {
   struct Pending {
     InferRequest request;
     int64_t batch = 0;
+    size_t bytes = 0;
     std::chrono::steady_clock::time_point arrival;
     std::promise<std::vector<models::HostTensor>> promise;
   };
@@ -72,6 +74,7 @@ class ModelScheduler {
   std::condition_variable wake_, drained_;
   std::deque<std::unique_ptr<Pending>> queue_;
   size_t executing_ = 0;
+  size_t queued_bytes_ = 0;
   bool accepting_ = true, stopping_ = false;
   std::vector<std::thread> workers_;
 };
