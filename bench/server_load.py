@@ -4,7 +4,8 @@ in-process kaas (kaas-infer) and, when it can be installed, KServe's Python mode
 onnxruntime on the same model.onnx (bench/peers/kserve_onnx_server.py).
 
 For each protocol, batch size (patches per request) and concurrency (client threads spread over a
-few processes, Python's GIL would otherwise be the bottleneck), requests are sent back to back
+few processes, Python's GIL would otherwise be the bottleneck; with --loadgen also C++ gRPC
+clients, bench/grpc_loadgen.cc, which cost the shared CPU less), requests are sent back to back
 for --duration seconds; reported: patches/s, requests/s, p50 and p99 latency. kaas-server runs
 the model twice: with dynamic batching (emtrkmichelid) and without (emtrk_nobatch).
 
@@ -142,6 +143,7 @@ def main():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--infer", required=True)
     parser.add_argument("--kserve-python", default="")
+    parser.add_argument("--loadgen", default="", help="kaas-loadgen: C++ gRPC client rows")
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--batches", default="1,16,256")
     parser.add_argument("--concurrency", default="1,4,16,64")
@@ -167,6 +169,17 @@ def main():
                 for batch in batches:
                     for c in concurrencies:
                         r = load(protocol, url, model, batch, c, args.duration)
+                        rows.append(r)
+                        print(json.dumps(r), flush=True)
+        if args.loadgen:
+            for model in ("emtrkmichelid", "emtrk_nobatch"):
+                for batch in batches:
+                    for c in concurrencies:
+                        out = subprocess.run([args.loadgen, "--url", server.grpc_url, "--model", model,
+                                              "--batch", str(batch), "--clients", str(c),
+                                              "--seconds", str(args.duration)],
+                                             capture_output=True, text=True)
+                        r = json.loads(out.stdout)
                         rows.append(r)
                         print(json.dumps(r), flush=True)
     finally:
