@@ -185,6 +185,9 @@ def run(server, repo, tmp, args):
         ("oversized batch", bad_infer("main_input", "FP32", [1025, 48, 48, 1], np.zeros((1025, 48, 48, 1), np.float32)), "batch size", ["INVALID_ARG"]),
         ("unknown output", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])], outputs=[grpcclient.InferRequestedOutput("nope")]), "no output", ["INVALID_ARG"]),
     ]
+    # A queue timeout shorter than the batcher's delay: the request expires before it runs.
+    cases.append(("queue timeout", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])], timeout=1),
+                  "Request timeout expired", ["UNAVAILABLE"]))
     for what, call, fragment, codes in cases:
         expect_error(what, call, fragment, codes)
         check(good(), f"after {what}: a good request succeeds")
