@@ -70,6 +70,17 @@ def typed_contents(server):
           "typed contents: id echoed, requested-output subset, datatype and shape set")
     check(list(indices[0, :4]) == [0, 1, 2, 3] and list(indices[3, :4]) == [3, 2, 1, 0],
           f"typed contents: knn rows {list(indices[0, :4])} {list(indices[3, :4])}")
+    # Raw bytes that do not match the shape.
+    raw = service_pb2.ModelInferRequest(model_name="knn")
+    raw.inputs.add(name="points", datatype="FP32", shape=[4, 2])
+    raw.inputs.add(name="row_splits", datatype="INT64", shape=[2])
+    raw.raw_input_contents.extend([np.zeros(7, np.float32).tobytes(), np.array([0, 4], np.int64).tobytes()])
+    try:
+        stub.ModelInfer(raw)
+        check(False, "raw contents of the wrong byte size rejected")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and "28 bytes" in e.details() and "needs 32" in e.details(),
+              f"raw contents of the wrong byte size: {e.code()} {e.details()}")
     bad = service_pb2.ModelInferRequest(model_name="knn")
     p = bad.inputs.add(name="points", datatype="FP32", shape=[4, 2])
     p.contents.fp32_contents.extend([0, 0, 1])
