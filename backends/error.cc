@@ -61,6 +61,15 @@ int http_status_code(ErrorCode code) {
 Error::Error(ErrorCode code, const std::string& message)
     : std::runtime_error(message), code_(code) {}
 
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d > 0) s += ",";
+    s += std::to_string(shape[d]);
+  }
+  return s + "]";
+}
+
 void require(bool ok, std::string_view where, std::string_view what, std::string_view expected,
              std::string_view received) {
   if (ok) return;

@@ -2,6 +2,8 @@
 // The one error type of kaas. Its code maps 1:1 onto gRPC / KServe statuses so the server can
 // forward library errors unchanged.
 
+#include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,6 +31,9 @@ class Error : public std::runtime_error {
  private:
   ErrorCode code_;
 };
+
+// "[2,48,48,1]": how error messages write a shape.
+std::string shape_string(std::span<const int64_t> shape);
 
 // Throws kInvalidArgument "<where>: <what>: expected <expected>, received <received>" unless ok.
 void require(bool ok, std::string_view where, std::string_view what, std::string_view expected,

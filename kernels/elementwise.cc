@@ -8,15 +8,6 @@ namespace kaas {
 
 namespace {
 
-std::string shape_string(std::span<const int64_t> shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (d > 0) s += ",";
-    s += std::to_string(shape[d]);
-  }
-  return s + "]";
-}
-
 void check_elementwise(const char* kernel, View<const float, 6> a, View<float, 6> y,
                        const char* a_name) {
   detail::check_view(a, kernel, a_name);

@@ -38,15 +38,6 @@ size_t element_size(DataType dtype) {
   return 0;
 }
 
-std::string shape_string(std::span<const int64_t> shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (d > 0) s += ",";
-    s += std::to_string(shape[d]);
-  }
-  return s + "]";
-}
-
 int64_t element_count(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

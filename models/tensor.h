@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/error.h"
+
 namespace kaas::models {
 
 enum class DataType { kFloat32, kInt32, kInt64, kUint8 };
@@ -33,7 +35,7 @@ struct ModelSignature {
   int64_t max_batch = 0;  // 0: no batch dimension
 };
 
-std::string shape_string(std::span<const int64_t> shape);
+using kaas::shape_string;  // backends/error.h
 int64_t element_count(std::span<const int64_t> shape);
 
 struct HostTensor {

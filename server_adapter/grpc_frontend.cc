@@ -188,10 +188,7 @@ class Service final : public inference::GRPCInferenceService::Service {
       std::vector<std::string> requested;
       for (const auto& o : q->outputs()) requested.push_back(o.name());
       // Unknown requested outputs fail before the request is queued.
-      std::vector<HostTensor> names_only;
-      for (const auto& spec : model->scheduler->signature().outputs)
-        names_only.push_back(HostTensor{spec.name, spec.dtype, {}, {}});
-      select_outputs(names_only, requested, model->name);
+      check_requested_outputs(model->scheduler->signature(), requested, model->name);
       auto future = model->scheduler->submit(std::move(request));
       const auto deadline = context->deadline();
       if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {

@@ -228,10 +228,7 @@ struct HttpFrontend::Impl {
         binary_out.push_back(op.contains("binary_data") ? flag(op, "binary_data") : all_binary);
       }
     }
-    std::vector<HostTensor> names_only;
-    for (const auto& spec : model->scheduler->signature().outputs)
-      names_only.push_back(HostTensor{spec.name, spec.dtype, {}, {}});
-    select_outputs(names_only, requested, model->name);
+    check_requested_outputs(model->scheduler->signature(), requested, model->name);
     const auto outputs = model->scheduler->submit(std::move(infer_request)).get();
     const auto selected = select_outputs(outputs, requested, model->name);
     json response{{"model_name", model->name}, {"model_version", std::to_string(model->version)}};

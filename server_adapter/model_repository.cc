@@ -308,12 +308,16 @@ std::vector<std::shared_ptr<ServedModel>> ModelRepository::ready_models() const 
   return models;
 }
 
-void ModelRepository::load(const std::string& name) {
+void ModelRepository::require_explicit_control(const std::string& name) const {
   if (control_ != ModelControl::kExplicit)
     throw Error(
         ErrorCode::kUnavailable,
         "explicit model load / unload is not allowed (start with --model-control-mode explicit)");
   check_model_name(name);
+}
+
+void ModelRepository::load(const std::string& name) {
+  require_explicit_control(name);
   if (!fs::exists(root_ / name / "config.pbtxt"))
     throw Error(ErrorCode::kNotFound, "no model '" + name + "' in the repository");
   std::shared_ptr<ServedModel> model;
@@ -335,11 +339,7 @@ void ModelRepository::load(const std::string& name) {
 }
 
 void ModelRepository::unload(const std::string& name) {
-  if (control_ != ModelControl::kExplicit)
-    throw Error(
-        ErrorCode::kUnavailable,
-        "explicit model load / unload is not allowed (start with --model-control-mode explicit)");
-  check_model_name(name);
+  require_explicit_control(name);
   std::shared_ptr<ServedModel> model;
   {
     std::lock_guard lock(mutex_);

@@ -61,6 +61,7 @@ class ModelRepository {
 
  private:
   std::shared_ptr<ServedModel> load_model(const std::string& name) const;
+  void require_explicit_control(const std::string& name) const;
   std::vector<std::string> model_directories() const;
 
   std::filesystem::path root_;

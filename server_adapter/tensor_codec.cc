@@ -1,5 +1,6 @@
 #include "server_adapter/tensor_codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/error.h"
@@ -52,6 +53,25 @@ HostTensor tensor_from_raw(std::string name, std::string_view datatype, std::vec
   return t;
 }
 
+namespace {
+
+[[noreturn]] void no_output(std::string_view model, const std::string& name) {
+  std::string message = "model '";
+  message.append(model).append("' has no output '").append(name).append("'");
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+}  // namespace
+
+void check_requested_outputs(const models::ModelSignature& signature,
+                             std::span<const std::string> requested, std::string_view model) {
+  for (const std::string& name : requested) {
+    const bool known = std::any_of(signature.outputs.begin(), signature.outputs.end(),
+                                   [&](const auto& spec) { return spec.name == name; });
+    if (!known) no_output(model, name);
+  }
+}
+
 std::vector<const HostTensor*> select_outputs(const std::vector<HostTensor>& outputs,
                                               std::span<const std::string> requested,
                                               std::string_view model) {
@@ -61,16 +81,10 @@ std::vector<const HostTensor*> select_outputs(const std::vector<HostTensor>& out
     return selected;
   }
   for (const std::string& name : requested) {
-    const HostTensor* found = nullptr;
-    for (const auto& o : outputs) {
-      if (o.name == name) found = &o;
-    }
-    if (found == nullptr) {
-      std::string message = "model '";
-      message.append(model).append("' has no output '").append(name).append("'");
-      throw Error(ErrorCode::kInvalidArgument, message);
-    }
-    selected.push_back(found);
+    const auto it = std::find_if(outputs.begin(), outputs.end(),
+                                 [&](const HostTensor& o) { return o.name == name; });
+    if (it == outputs.end()) no_output(model, name);
+    selected.push_back(&*it);
   }
   return selected;
 }

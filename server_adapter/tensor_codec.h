@@ -26,6 +26,10 @@ int64_t checked_elements(std::span<const int64_t> shape, std::string_view tensor
 HostTensor tensor_from_raw(std::string name, std::string_view datatype, std::vector<int64_t> shape,
                            std::string_view raw);
 
+// Rejects requested output names the model does not have, before the request is queued.
+void check_requested_outputs(const models::ModelSignature& signature,
+                             std::span<const std::string> requested, std::string_view model);
+
 // The outputs a request asked for, by name, in the order asked (all, in model order, when
 // `requested` is empty). Unknown names are an error naming the output.
 std::vector<const HostTensor*> select_outputs(const std::vector<HostTensor>& outputs,

@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <new>
 
+#include "kernels/cpu/avx512_activation.h"
+
 namespace kaas::cpu_fast {
 
 bool conv2d_nhwc_avx512_compiled() {
@@ -76,31 +78,9 @@ class AlignedFloats {
   float* data_;
 };
 
-[[gnu::always_inline]] inline __m512 activate(__m512 v, const Epilogue& e) {
-  switch (e.activation) {
-    case Activation::kRelu:
-      // NaN and -0 give +0, as apply(). The zero-masked form: GCC 12 warns that the unmasked
-      // one's undefined pass-through value "may be used uninitialized".
-      return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), v, _mm512_setzero_ps());
-    case Activation::kLeakyRelu: {
-      const __mmask16 keep = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
-      return _mm512_mask_blend_ps(keep, _mm512_mul_ps(v, _mm512_set1_ps(e.alpha)), v);
-    }
-    case Activation::kSigmoid: {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, v);
-      for (float& x : lanes) x = apply(e, x);
-      return _mm512_load_ps(lanes);
-    }
-    case Activation::kNone:
-      break;
-  }
-  return v;
-}
-
 // Stores the first `lanes` channels of v (all 16 when lanes >= 16).
 [[gnu::always_inline]] inline void store(const Plan& plan, float* dst, __m512 v, int64_t lanes) {
-  v = activate(v, plan.a->epilogue);
+  v = activate_avx512(v, plan.a->epilogue);
   if (lanes >= kLanes) {
     if (plan.stream) {
       _mm512_stream_ps(dst, v);

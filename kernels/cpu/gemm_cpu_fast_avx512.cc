@@ -8,9 +8,10 @@
 #include "kernels/cpu/gemm_cpu_fast.h"
 
 #if defined(__AVX512F__) && defined(__FMA__)
-// _mm512_set1_ps(0) rather than _mm512_setzero_ps(): g++ 12 flags the latter as uninitialised.
 #include <immintrin.h>
 #include <omp.h>
+
+#include "kernels/cpu/avx512_activation.h"
 
 namespace kaas::cpu_fast {
 
@@ -21,34 +22,13 @@ namespace {
 constexpr int64_t kRows = 6, kVecs = 4, kCols = 16 * kVecs, kDepth = 256;
 static_assert(kRows == 6, "tile_rows() instantiates row counts 1..6");
 
-inline __m512 activate(__m512 v, const Epilogue& e) {
-  switch (e.activation) {
-    case Activation::kRelu:
-      // maskz form: g++ 12 flags the plain _mm512_max_ps as reading an uninitialised value.
-      return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), v, _mm512_set1_ps(0.0f));
-    case Activation::kLeakyRelu: {
-      const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_set1_ps(0.0f), _CMP_LT_OQ);
-      return _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
-    }
-    case Activation::kSigmoid: {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, v);
-      for (float& x : lanes) x = apply(e, x);
-      return _mm512_load_ps(lanes);
-    }
-    case Activation::kNone:
-      break;
-  }
-  return v;
-}
-
 // y[MR, 16 NV] += alpha * a[MR, kc] . b[kc, 16 NV]; the activation after the last K block.
 template <int MR, int NV>
 void tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy,
           int64_t kc, float alpha, bool last, const Epilogue& e) {
   __m512 acc[MR][NV];
   for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_set1_ps(0.0f);
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + k * ldb + 16 * v);
@@ -62,7 +42,7 @@ void tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* y, in
     for (int v = 0; v < NV; ++v) {
       float* p = y + r * ldy + 16 * v;
       __m512 out = _mm512_fmadd_ps(scale, acc[r][v], _mm512_loadu_ps(p));
-      if (last) out = activate(out, e);
+      if (last) out = activate_avx512(out, e);
       _mm512_storeu_ps(p, out);
     }
   }
