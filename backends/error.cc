@@ -18,6 +18,8 @@ std::string_view to_string(ErrorCode code) {
       return "UNIMPLEMENTED";
     case ErrorCode::kInternal:
       return "INTERNAL";
+    case ErrorCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
   }
   return "INTERNAL";
 }
@@ -36,6 +38,8 @@ int grpc_status_code(ErrorCode code) {
       return 12;
     case ErrorCode::kInternal:
       return 13;
+    case ErrorCode::kDeadlineExceeded:
+      return 4;
   }
   return 13;
 }
@@ -54,6 +58,8 @@ int http_status_code(ErrorCode code) {
       return 501;
     case ErrorCode::kInternal:
       return 500;
+    case ErrorCode::kDeadlineExceeded:
+      return 504;
   }
   return 500;
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kResourceExhausted,  // out of memory, queue full
   kUnimplemented,      // valid request that kaas does not support (yet)
   kInternal,           // a bug or a runtime failure (GPU launch error, barrier divergence)
+  kDeadlineExceeded,   // the caller's deadline passed before the answer came
 };
 
 std::string_view to_string(ErrorCode code);

@@ -30,10 +30,11 @@ class KnnModel final : public Model {
     return {"knn k=" + std::to_string(options_.k)};
   }
 
-  std::vector<HostTensor> run(std::span<const HostTensor> inputs) override {
+  using Model::run;
+  std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     const CheckedInputs in = check_inputs(signature_, inputs, name_);
-    const HostTensor& points = *in.ordered[0];
-    const HostTensor& splits = *in.ordered[1];
+    const TensorView& points = in.ordered[0];
+    const TensorView& splits = in.ordered[1];
     const int64_t n = points.shape[0], d = points.shape[1], k = options_.k;
     require(d >= 1 && d <= kKnnMaxDims, "model '" + name_ + "'", "points dimension D",
             "1.." + std::to_string(kKnnMaxDims), std::to_string(d));

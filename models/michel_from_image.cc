@@ -37,11 +37,12 @@ class MichelFromImage final : public Model {
     return lines;
   }
 
-  std::vector<HostTensor> run(std::span<const HostTensor> inputs) override {
+  using Model::run;
+  std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     const CheckedInputs in = check_inputs(signature_, inputs, name_);
-    const HostTensor& image = *in.ordered[0];
-    const HostTensor& wires = *in.ordered[1];
-    const HostTensor& ticks = *in.ordered[2];
+    const TensorView& image = in.ordered[0];
+    const TensorView& wires = in.ordered[1];
+    const TensorView& ticks = in.ordered[2];
     const int64_t hits = wires.shape[0];
     require(ticks.shape[0] == hits, "model '" + name_ + "'", "hit_tick length",
             std::to_string(hits) + " (as hit_wire)", std::to_string(ticks.shape[0]));

@@ -20,8 +20,10 @@ class Model {
   // One line per step of the execution plan (which kernels run, what was folded or fused).
   virtual std::vector<std::string> describe() const = 0;
   // Inputs by name in any order (checked with check_inputs); outputs in signature order.
-  // Throws kaas::Error; the model stays usable after an error.
-  virtual std::vector<HostTensor> run(std::span<const HostTensor> inputs) = 0;
+  // Throws kaas::Error; the model stays usable after an error. The views are read during the
+  // call only.
+  virtual std::vector<HostTensor> run(std::span<const TensorView> inputs) = 0;
+  std::vector<HostTensor> run(std::span<const HostTensor> inputs) { return run(views_of(inputs)); }
 };
 
 }  // namespace kaas::models

@@ -91,12 +91,13 @@ class OnnxModel final : public OnnxDeviceModel {
     return outputs;
   }
 
-  std::vector<HostTensor> run(std::span<const HostTensor> inputs) override {
+  using Model::run;
+  std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     const CheckedInputs checked = check_inputs(signature_, inputs, name_);
     std::lock_guard lock(mutex_);
     try {
       for (size_t i = 0; i < graph_.inputs.size(); ++i) {
-        const HostTensor& in = *checked.ordered[i];
+        const TensorView& in = checked.ordered[i];
         copy_to_device(queue_, in.values<float>(), storage(graph_.inputs[i]));
       }
       run_device(checked.batch);

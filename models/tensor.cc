@@ -44,12 +44,14 @@ int64_t element_count(std::span<const int64_t> shape) {
   return n;
 }
 
-CheckedInputs check_inputs(const ModelSignature& signature, std::span<const HostTensor> inputs,
+CheckedInputs check_inputs(const ModelSignature& signature, std::span<const TensorView> inputs,
                            std::string_view model_name) {
   const std::string where = "model '" + std::string(model_name) + "'";
   CheckedInputs checked;
-  checked.ordered.assign(signature.inputs.size(), nullptr);
-  for (const HostTensor& input : inputs) {
+  constexpr size_t kAbsent = ~size_t(0);
+  checked.position.assign(signature.inputs.size(), kAbsent);
+  for (size_t at = 0; at < inputs.size(); ++at) {
+    const TensorView& input = inputs[at];
     size_t index = 0;
     while (index < signature.inputs.size() && signature.inputs[index].name != input.name) ++index;
     std::string expected_names;
@@ -57,17 +59,20 @@ CheckedInputs check_inputs(const ModelSignature& signature, std::span<const Host
       expected_names += expected_names.empty() ? "" : ", ";
       expected_names += spec.name;
     }
+    std::string quoted = "'";
+    quoted.append(input.name).append("'");
     require(index < signature.inputs.size(), where, "input name", "one of " + expected_names,
-            "'" + input.name + "'");
-    require(checked.ordered[index] == nullptr, where, "input '" + input.name + "'", "given once",
+            quoted);
+    require(checked.position[index] == kAbsent, where, "input " + quoted, "given once",
             "given twice");
-    checked.ordered[index] = &input;
+    checked.position[index] = at;
   }
   for (size_t i = 0; i < signature.inputs.size(); ++i) {
     const TensorSpec& spec = signature.inputs[i];
-    require(checked.ordered[i] != nullptr, where, "input '" + spec.name + "'", "present",
+    require(checked.position[i] != kAbsent, where, "input '" + spec.name + "'", "present",
             "missing");
-    const HostTensor& input = *checked.ordered[i];
+    const TensorView& input = inputs[checked.position[i]];
+    checked.ordered.push_back(input);
     const std::string what = "input '" + spec.name + "'";
     require(input.dtype == spec.dtype, where, what + " datatype",
             std::string(triton_name(spec.dtype)), std::string(triton_name(input.dtype)));
@@ -96,6 +101,18 @@ CheckedInputs check_inputs(const ModelSignature& signature, std::span<const Host
             std::to_string(input.bytes.size()));
   }
   return checked;
+}
+
+CheckedInputs check_inputs(const ModelSignature& signature, std::span<const HostTensor> inputs,
+                           std::string_view model_name) {
+  return check_inputs(signature, views_of(inputs), model_name);
+}
+
+std::vector<TensorView> views_of(std::span<const HostTensor> tensors) {
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const HostTensor& t : tensors) views.push_back(t.view());
+  return views;
 }
 
 }  // namespace kaas::models

@@ -38,6 +38,21 @@ struct ModelSignature {
 using kaas::shape_string;  // backends/error.h
 int64_t element_count(std::span<const int64_t> shape);
 
+// A tensor someone else owns: what models read their inputs from, so a caller's arrays are
+// not copied on the way in. Valid while the owner's memory is.
+struct TensorView {
+  std::string_view name;
+  DataType dtype = DataType::kFloat32;
+  std::span<const int64_t> shape;
+  std::span<const std::byte> bytes;
+
+  int64_t elements() const { return element_count(shape); }
+  template <class T>
+  std::span<const T> values() const {
+    return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+};
+
 struct HostTensor {
   std::string name;
   DataType dtype = DataType::kFloat32;
@@ -45,6 +60,7 @@ struct HostTensor {
   std::vector<std::byte> bytes;
 
   int64_t elements() const { return element_count(shape); }
+  TensorView view() const { return {name, dtype, shape, bytes}; }
 
   template <class T>
   std::span<const T> values() const {
@@ -65,14 +81,19 @@ struct HostTensor {
   }
 };
 
+std::vector<TensorView> views_of(std::span<const HostTensor> tensors);
+
 // The inputs of one call checked against a signature: each input exactly once (any order),
 // matching dtype, rank and fixed dimensions, one common batch size in 1..max_batch, byte size
 // equal to the shape's. Throws kaas::Error kInvalidArgument naming the model, the input and what
 // was wrong.
 struct CheckedInputs {
-  int64_t batch = 0;                       // 0 for a model without a batch dimension
-  std::vector<const HostTensor*> ordered;  // in signature order
+  int64_t batch = 0;                // 0 for a model without a batch dimension
+  std::vector<TensorView> ordered;  // in signature order
+  std::vector<size_t> position;     // ordered[i] is inputs[position[i]]
 };
+CheckedInputs check_inputs(const ModelSignature& signature, std::span<const TensorView> inputs,
+                           std::string_view model_name);
 CheckedInputs check_inputs(const ModelSignature& signature, std::span<const HostTensor> inputs,
                            std::string_view model_name);
 

@@ -162,23 +162,23 @@ std::vector<std::string> ModelRepository::model_directories() const {
   return names;
 }
 
-std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name) const {
+LoadedModel load_repository_model(const fs::path& root, const std::string& name,
+                                  const Backend& backend, int instances_override) {
   check_model_name(name);
-  const fs::path dir = root_ / name;
-  auto served = std::make_shared<ServedModel>();
-  served->name = name;
-  served->config = read_model_config(dir);
-  inference::ModelConfig& config = served->config;
+  const fs::path dir = root / name;
+  LoadedModel loaded;
+  loaded.config = read_model_config(dir);
+  inference::ModelConfig& config = loaded.config;
   if (!config.name().empty() && config.name() != name)
     bad_config(name, "name '" + config.name() + "' differs from its directory '" + name + "'");
   config.set_name(name);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string v = entry.path().filename().string();
     if (entry.is_directory() && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit))
-      served->version = std::max<int64_t>(served->version, std::stoll(v));
+      loaded.version = std::max<int64_t>(loaded.version, std::stoll(v));
   }
-  if (served->version == 0) bad_config(name, "no numeric version directory in " + dir.string());
-  const fs::path version_dir = dir / std::to_string(served->version);
+  if (loaded.version == 0) bad_config(name, "no numeric version directory in " + dir.string());
+  const fs::path version_dir = dir / std::to_string(loaded.version);
 
   const std::string kind = parameter(config, "kaas_model", "onnx");
   const bool onnx_platform = config.platform() == "onnxruntime_onnx" ||
@@ -190,9 +190,10 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
   int instances = 0;
   for (const auto& group : config.instance_group()) instances += std::max(group.count(), 1);
   instances = std::max(instances, 1);
+  if (instances_override > 0) instances = instances_override;
   if (instances > 64) bad_config(name, "instance_group counts add up to more than 64");
 
-  std::vector<std::unique_ptr<models::Model>> models;
+  std::vector<std::unique_ptr<models::Model>>& models = loaded.instances;
   const std::string file =
       config.default_model_filename().empty() ? "model.onnx" : config.default_model_filename();
   if (file.find('/') != std::string::npos || file.find("..") != std::string::npos)
@@ -204,7 +205,7 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
     options.name = name;
     options.max_batch = std::max(config.max_batch_size(), 1);
     for (int i = 0; i < instances; ++i)
-      models.push_back(models::make_onnx_model(proto, backend_, options));
+      models.push_back(models::make_onnx_model(proto, backend, options));
     const bool batched = models.front()->signature().max_batch > 0;
     if (batched && config.max_batch_size() == 0)
       bad_config(name, "max_batch_size is 0 but the model has a dynamic batch dimension");
@@ -220,7 +221,7 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
     for (const auto& in : config.input()) {
       if (in.name() == "points" && in.dims_size() == 2) options.dims = in.dims(1);
     }
-    for (int i = 0; i < instances; ++i) models.push_back(models::make_knn_model(backend_, options));
+    for (int i = 0; i < instances; ++i) models.push_back(models::make_knn_model(backend, options));
   } else if (kind == "michel_from_image") {
     if (config.max_batch_size() != 0)
       bad_config(name, "michel_from_image takes max_batch_size 0 (one plane per request)");
@@ -229,7 +230,7 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
     options.name = name;
     options.hits_per_chunk = int_parameter(config, "hits_per_chunk", 1024);
     for (int i = 0; i < instances; ++i)
-      models.push_back(models::make_michel_from_image(proto, backend_, options));
+      models.push_back(models::make_michel_from_image(proto, backend, options));
   } else {
     bad_config(name,
                "parameter kaas_model '" + kind + "': expected onnx, knn or michel_from_image");
@@ -238,6 +239,18 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
   const bool batched = sig.max_batch > 0;
   reconcile(name, config.mutable_input(), sig.inputs, batched, "input");
   reconcile(name, config.mutable_output(), sig.outputs, batched, "output");
+  return loaded;
+}
+
+std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name) const {
+  LoadedModel loaded = load_repository_model(root_, name, backend_);
+  auto served = std::make_shared<ServedModel>();
+  served->name = name;
+  served->version = loaded.version;
+  served->config = std::move(loaded.config);
+  const inference::ModelConfig& config = served->config;
+  std::vector<std::unique_ptr<models::Model>>& models = loaded.instances;
+  const bool batched = models.front()->signature().max_batch > 0;
 
   BatchingPolicy policy;
   if (config.has_dynamic_batching()) {

@@ -43,6 +43,17 @@ void check_model_name(const std::string& name);
 // Parses <dir>/config.pbtxt; throws kInvalidArgument with the file, line and column.
 inference::ModelConfig read_model_config(const std::filesystem::path& model_dir);
 
+// One repository entry built on a backend: its highest version, its config checked against the
+// model and completed, and one model object per instance (instance_group counts, or
+// `instances_override` when > 0). The server schedules them; DirectClient runs one in process.
+struct LoadedModel {
+  inference::ModelConfig config;
+  int64_t version = 0;
+  std::vector<std::unique_ptr<models::Model>> instances;
+};
+LoadedModel load_repository_model(const std::filesystem::path& root, const std::string& name,
+                                  const Backend& backend, int instances_override = 0);
+
 class ModelRepository {
  public:
   ModelRepository(std::filesystem::path root, const Backend& backend, ModelControl control);

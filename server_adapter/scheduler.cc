@@ -65,8 +65,7 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
   pending->arrival = arrival;
   // Inputs in signature order, so batching can concatenate by position.
   std::vector<HostTensor> ordered;
-  for (const HostTensor* t : checked.ordered)
-    ordered.push_back(std::move(request.inputs[size_t(t - request.inputs.data())]));
+  for (size_t at : checked.position) ordered.push_back(std::move(request.inputs[at]));
   for (const auto& t : ordered) pending->bytes += t.bytes.size();
   pending->request.inputs = std::move(ordered);
   pending->request.timeout = request.timeout;

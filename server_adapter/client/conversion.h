@@ -1,0 +1,35 @@
+#pragma once
+// The input/output handling DirectClient and RemoteClient share: checking a call's entries
+// against the model's signature before anything runs or is sent, joining rectangular entries
+// along the batch dimension, and splitting joined outputs back into entries.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server_adapter/client/inference_client.h"
+
+namespace kaas::client {
+
+// Checks every entry (each input once, datatype, shape, byte size) and, in rectangular mode,
+// that the entries can be joined: a batched model, equal non-batch dimensions, the joined batch
+// within max_batch. Returns each entry's batch size (1 for a model without a batch dimension).
+// Throws kInvalidArgument naming the model, the entry and the input.
+std::vector<int64_t> check_entries(const models::ModelSignature& signature,
+                                   const CallRequest& request, BatchMode mode,
+                                   std::string_view model);
+
+// Rectangular mode: input `input`'s shape with the entries' batches added up.
+std::vector<int64_t> joined_shape(const CallRequest& request, size_t input);
+
+// The rows of a joined execution's outputs handed back to the entries they came from.
+std::vector<std::vector<HostTensor>> split_entries(std::vector<HostTensor> outputs,
+                                                   std::span<const int64_t> entry_batches);
+
+// The outputs asked for, in the order asked (all, in model order, when none are named).
+std::vector<HostTensor> keep_outputs(std::vector<HostTensor> outputs,
+                                     std::span<const std::string> requested,
+                                     std::string_view model);
+
+}  // namespace kaas::client

@@ -1,0 +1,387 @@
+#include "server_adapter/client/remote_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <climits>
+#include <condition_variable>
+#include <thread>
+
+#include "grpc_service.grpc.pb.h"
+#include "server_adapter/client/conversion.h"
+#include "server_adapter/model_repository.h"
+#include "server_adapter/tensor_codec.h"
+
+namespace kaas::client {
+
+struct RemoteConnection::Impl {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ErrorCode code_of(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return ErrorCode::kInvalidArgument;
+    case grpc::StatusCode::NOT_FOUND:
+      return ErrorCode::kNotFound;
+    case grpc::StatusCode::UNAVAILABLE:
+      return ErrorCode::kUnavailable;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return ErrorCode::kDeadlineExceeded;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return ErrorCode::kResourceExhausted;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return ErrorCode::kUnimplemented;
+    default:
+      return ErrorCode::kInternal;
+  }
+}
+
+// Answers that say "not now" rather than "not this request".
+bool retryable(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+std::string status_text(const grpc::Status& status) {
+  std::string text = std::string(to_string(code_of(status.error_code())));
+  if (status.error_code() == grpc::StatusCode::UNKNOWN) text = "UNKNOWN";
+  return text + ": " + status.error_message();
+}
+
+// One request of a call: rectangular = every entry joined, ragged = one entry.
+inference::ModelInferRequest make_request(const CallRequest& call, std::span<const size_t> entries,
+                                          const std::string& model, const std::string& version) {
+  inference::ModelInferRequest r;
+  r.set_model_name(model);
+  r.set_model_version(version);
+  for (size_t i = 0; i < call.entries.front().size(); ++i) {
+    const InputRef& first = call.entries[entries.front()][i];
+    auto* in = r.add_inputs();
+    in->set_name(first.spec->name);
+    in->set_datatype(std::string(models::triton_name(first.spec->dtype)));
+    std::vector<int64_t> shape = first.shape;
+    size_t bytes = 0;
+    for (size_t k = 1; k < entries.size(); ++k) shape[0] += call.entries[entries[k]][i].shape[0];
+    for (size_t e : entries) bytes += call.entries[e][i].bytes.size();
+    for (int64_t d : shape) in->add_shape(d);
+    std::string* raw = r.add_raw_input_contents();
+    raw->reserve(bytes);
+    for (size_t e : entries) {
+      const auto data = call.entries[e][i].bytes;
+      raw->append(reinterpret_cast<const char*>(data.data()), data.size());
+    }
+  }
+  for (const std::string& name : call.options.outputs) r.add_outputs()->set_name(name);
+  return r;
+}
+
+std::vector<HostTensor> outputs_of(const inference::ModelInferResponse& r,
+                                   const std::string& where) {
+  if (r.raw_output_contents_size() != r.outputs_size())
+    throw Error(ErrorCode::kInternal, where + ": the server answered " +
+                                          std::to_string(r.outputs_size()) + " outputs with " +
+                                          std::to_string(r.raw_output_contents_size()) +
+                                          " raw contents (typed contents are not read)");
+  std::vector<HostTensor> outputs;
+  for (int i = 0; i < r.outputs_size(); ++i) {
+    const auto& out = r.outputs(i);
+    outputs.push_back(server::tensor_from_raw(out.name(), out.datatype(),
+                                              {out.shape().begin(), out.shape().end()},
+                                              r.raw_output_contents(i)));
+  }
+  return outputs;
+}
+
+models::TensorSpec spec_of(const inference::ModelMetadataResponse::TensorMetadata& t,
+                           const std::string& where) {
+  const auto dtype = models::data_type_from_triton(t.datatype());
+  if (!dtype)
+    throw Error(ErrorCode::kUnimplemented, where + ": tensor '" + t.name() + "' datatype " +
+                                               t.datatype() +
+                                               " is not handled by the kaas client (FP32, "
+                                               "INT32, INT64, UINT8)");
+  return {t.name(), *dtype, {t.shape().begin(), t.shape().end()}};
+}
+
+}  // namespace
+
+std::shared_ptr<RemoteConnection> RemoteConnection::connect(const std::string& url,
+                                                            const ConnectionOptions& options) {
+  if (url.empty()) throw Error(ErrorCode::kInvalidArgument, "server address is empty");
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(INT_MAX);
+  args.SetMaxSendMessageSize(INT_MAX);
+  // The client's retry policy decides how long to keep trying; reconnect promptly once the
+  // server is back instead of gRPC's default backoff of up to 2 minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!options.root_certificates.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.root_certificates;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  std::shared_ptr<RemoteConnection> connection(new RemoteConnection());
+  connection->url_ = url;
+  connection->gzip_ = options.gzip;
+  connection->impl_ = std::make_unique<Impl>();
+  connection->impl_->channel = grpc::CreateCustomChannel(url, credentials, args);
+  connection->impl_->stub = inference::GRPCInferenceService::NewStub(connection->impl_->channel);
+  return connection;
+}
+
+RemoteConnection::~RemoteConnection() = default;
+
+std::unique_ptr<RemoteClient> RemoteClient::create(const std::string& url,
+                                                   const RemoteOptions& options,
+                                                   const ConnectionOptions& connection) {
+  return create(RemoteConnection::connect(url, connection), options);
+}
+
+std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnection> connection,
+                                                   const RemoteOptions& options) {
+  server::check_model_name(options.model);
+  const std::string where = "model '" + options.model + "' at " + connection->url();
+  auto& stub = *connection->impl().stub;
+  const auto deadline = std::chrono::system_clock::now() + options.ready_timeout;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    context.set_wait_for_ready(true);  // wait for the connection, up to the deadline
+    inference::ServerLiveResponse live;
+    const auto status = stub.ServerLive(&context, {}, &live);
+    if (!status.ok() || !live.live())
+      throw Error(ErrorCode::kUnavailable, "server " + connection->url() + " is not live within " +
+                                               std::to_string(options.ready_timeout.count()) +
+                                               " ms" +
+                                               (status.ok() ? "" : ": " + status_text(status)));
+  }
+  inference::ModelMetadataRequest meta_request;
+  meta_request.set_name(options.model);
+  meta_request.set_version(options.version);
+  inference::ModelMetadataResponse meta;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    const auto status = stub.ModelMetadata(&context, meta_request, &meta);
+    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
+  }
+  inference::ModelConfigRequest config_request;
+  config_request.set_name(options.model);
+  config_request.set_version(options.version);
+  inference::ModelConfigResponse config;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    const auto status = stub.ModelConfig(&context, config_request, &config);
+    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
+  }
+  models::ModelSignature signature;
+  signature.max_batch = config.config().max_batch_size();
+  for (const auto& t : meta.inputs()) signature.inputs.push_back(spec_of(t, where));
+  for (const auto& t : meta.outputs()) signature.outputs.push_back(spec_of(t, where));
+  if (signature.max_batch > 0) {
+    for (auto* specs : {&signature.inputs, &signature.outputs}) {
+      for (const auto& spec : *specs) {
+        if (spec.shape.empty() || spec.shape[0] != models::kVariableDim)
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": batched model's tensor '" + spec.name + "' has shape " +
+                          shape_string(spec.shape) + " without the leading batch dimension -1");
+      }
+    }
+  }
+  return std::unique_ptr<RemoteClient>(
+      new RemoteClient(std::move(connection), options, std::move(signature)));
+}
+
+RemoteClient::RemoteClient(std::shared_ptr<RemoteConnection> connection,
+                           const RemoteOptions& options, models::ModelSignature signature)
+    : InferenceClient(options.model, std::move(signature), options.batch_mode,
+                      options.async_threads),
+      connection_(std::move(connection)),
+      options_(options) {}
+
+RemoteClient::~RemoteClient() {
+  finish_async_calls();
+}
+
+std::string RemoteClient::describe() const {
+  std::string text = "remote " + connection_->url();
+  std::lock_guard lock(fallback_mutex_);
+  if (on_fallback_ && fallback_) text += " (on its fallback, " + fallback_->describe() + ")";
+  return text;
+}
+
+ServerStatistics RemoteClient::statistics() const {
+  inference::ModelStatisticsRequest request;
+  request.set_name(options_.model);
+  request.set_version(options_.version);
+  inference::ModelStatisticsResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options_.ready_timeout);
+  const auto status = connection_->impl().stub->ModelStatistics(&context, request, &response);
+  if (!status.ok())
+    throw Error(code_of(status.error_code()),
+                "statistics of model '" + options_.model + "': " + status_text(status));
+  ServerStatistics s;
+  for (const auto& m : response.model_stats()) {
+    s.inference_count += m.inference_count();
+    s.execution_count += m.execution_count();
+    const auto& i = m.inference_stats();
+    s.success_ns += i.success().ns();
+    s.queue_ns += i.queue().ns();
+    s.compute_input_ns += i.compute_input().ns();
+    s.compute_infer_ns += i.compute_infer().ns();
+    s.compute_output_ns += i.compute_output().ns();
+  }
+  return s;
+}
+
+InferResult RemoteClient::execute(const CallRequest& request) {
+  const auto start = Clock::now();
+  CallInfo info;
+  if (on_fallback_) return run_on_fallback(request, info, "", start);
+  const std::string where = "model '" + options_.model + "' at " + connection_->url();
+  const bool joined = batch_mode() == BatchMode::kRectangular;
+  std::vector<std::vector<size_t>> groups;  // entries per request
+  if (joined) {
+    groups.emplace_back();
+    for (size_t e = 0; e < request.entries.size(); ++e) groups.back().push_back(e);
+  } else {
+    for (size_t e = 0; e < request.entries.size(); ++e) groups.push_back({e});
+  }
+
+  struct Flight {
+    grpc::ClientContext context;
+    inference::ModelInferRequest request;
+    inference::ModelInferResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::vector<HostTensor>> answers(groups.size());
+  std::vector<size_t> todo(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) todo[g] = g;
+  grpc::Status last_failure;
+  auto& stub = *connection_->impl().stub;
+  const int window = std::max(options_.max_in_flight, 1);
+  for (int attempt = 0;; ++attempt) {
+    info.attempts = attempt + 1;
+    std::mutex mutex;
+    std::condition_variable done;
+    int outstanding = 0;
+    std::vector<std::unique_ptr<Flight>> flights(todo.size());
+    for (size_t k = 0; k < todo.size(); ++k) {
+      {
+        std::unique_lock lock(mutex);
+        done.wait(lock, [&] { return outstanding < window; });
+        ++outstanding;
+      }
+      auto flight = std::make_unique<Flight>();
+      flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
+      info.bytes_sent += int64_t(flight->request.ByteSizeLong());
+      if (request.options.deadline)
+        flight->context.set_deadline(std::chrono::system_clock::now() + *request.options.deadline);
+      if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+      Flight* f = flight.get();
+      flights[k] = std::move(flight);
+      stub.async()->ModelInfer(&f->context, &f->request, &f->response, [&, f](grpc::Status status) {
+        inference::ModelInferRequest().Swap(&f->request);  // free it
+        std::lock_guard lock(mutex);
+        f->status = std::move(status);
+        --outstanding;
+        done.notify_all();
+      });
+    }
+    {
+      std::unique_lock lock(mutex);
+      done.wait(lock, [&] { return outstanding == 0; });
+    }
+    std::vector<size_t> again;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      const Flight& f = *flights[k];
+      if (f.status.ok()) {
+        info.bytes_received += int64_t(f.response.ByteSizeLong());
+        answers[todo[k]] = outputs_of(f.response, where);
+      } else if (retryable(f.status)) {
+        again.push_back(todo[k]);
+        last_failure = f.status;
+      } else {
+        throw Error(code_of(f.status.error_code()), where + ": " + status_text(f.status));
+      }
+    }
+    todo = std::move(again);
+    if (todo.empty()) break;
+    if (attempt >= options_.retries) {
+      std::string why = where + ": " + status_text(last_failure) + " (" +
+                        std::to_string(attempt + 1) + (attempt == 0 ? " attempt)" : " attempts)");
+      if (options_.fallback) return run_on_fallback(request, info, why, start);
+      throw Error(code_of(last_failure.error_code()), why);
+    }
+    const auto backoff =
+        std::min(options_.backoff * (int64_t(1) << std::min(attempt, 20)), options_.max_backoff);
+    std::this_thread::sleep_for(backoff);
+  }
+
+  std::vector<std::vector<HostTensor>> per_entry;
+  if (joined) {
+    per_entry = split_entries(std::move(answers.front()), request.entry_batches);
+  } else {
+    per_entry = std::move(answers);
+  }
+  for (auto& outputs : per_entry)
+    outputs = keep_outputs(std::move(outputs), request.options.outputs, options_.model);
+  info.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return InferResult(std::move(per_entry), info);
+}
+
+std::string RemoteClient::fallback_reason() const {
+  std::lock_guard lock(fallback_mutex_);
+  return fallback_reason_;
+}
+
+InferResult RemoteClient::run_on_fallback(const CallRequest& request, const CallInfo& info,
+                                          const std::string& why, Clock::time_point start) {
+  InferenceClient* fallback = nullptr;
+  {
+    std::lock_guard lock(fallback_mutex_);
+    if (!fallback_) {
+      auto made = options_.fallback();
+      if (!made)
+        throw Error(ErrorCode::kUnavailable, why + "; the fallback factory returned nothing");
+      const auto names = [](const std::vector<models::TensorSpec>& specs) {
+        std::vector<std::pair<std::string, DataType>> n;
+        for (const auto& s : specs) n.emplace_back(s.name, s.dtype);
+        std::sort(n.begin(), n.end());
+        return n;
+      };
+      if (names(made->signature().inputs) != names(signature().inputs) ||
+          names(made->signature().outputs) != names(signature().outputs))
+        throw Error(ErrorCode::kInvalidArgument,
+                    why + "; the fallback (" + made->describe() +
+                        ") does not serve the same inputs and outputs");
+      fallback_ = std::move(made);
+      fallback_reason_ = why;
+    }
+    fallback = fallback_.get();
+  }
+  on_fallback_ = true;
+  CallRequest local = request;
+  local.entry_batches =
+      check_entries(fallback->signature(), local, fallback->batch_mode(), model_name());
+  InferResult result = fallback->execute(local);
+  result.info().attempts = info.attempts;
+  result.info().bytes_sent = info.bytes_sent;
+  result.info().bytes_received = info.bytes_received;
+  result.info().fallback = true;
+  result.info().seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace kaas::client

@@ -1,0 +1,98 @@
+#pragma once
+// RemoteClient: the InferenceClient API over KServe v2 gRPC (kaas-server, or Triton itself),
+// with the client stubs generated from the project's own proto.
+//  - creation checks that the server is live and the model ready, and reads the model's
+//    signature (ModelMetadata, ModelConfig): an unknown model is kNotFound here, not later;
+//  - messages up to INT32_MAX bytes; optional gzip request compression;
+//  - every request carries the call's deadline; UNAVAILABLE and DEADLINE_EXCEEDED answers are
+//    retried with exponential backoff (other errors are the request's fault and are not);
+//  - when every attempt failed and a fallback is configured (typically a DirectClient on the
+//    same repository), the call and every later one run on the fallback;
+//  - rectangular mode sends one request with the entries joined; ragged mode one request per
+//    entry, up to max_in_flight outstanding at once on the shared channel.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "server_adapter/client/inference_client.h"
+
+namespace kaas::client {
+
+struct ConnectionOptions {
+  bool gzip = false;              // compress requests (responses come back as the server sends)
+  std::string root_certificates;  // PEM; non-empty = TLS
+};
+
+// One gRPC channel to a server: any number of clients and threads may share it.
+class RemoteConnection {
+ public:
+  static std::shared_ptr<RemoteConnection> connect(const std::string& url,
+                                                   const ConnectionOptions& options = {});
+  ~RemoteConnection();
+  const std::string& url() const { return url_; }
+  bool gzip() const { return gzip_; }
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  RemoteConnection() = default;
+  std::string url_;
+  bool gzip_ = false;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct RemoteOptions {
+  std::string model;
+  std::string version;  // empty: the version the server serves
+  BatchMode batch_mode = BatchMode::kRectangular;
+  std::chrono::milliseconds ready_timeout{10'000};  // creation: server live + model ready
+  int retries = 2;                                  // attempts = 1 + retries
+  std::chrono::milliseconds backoff{50};            // before the first retry; doubles each time
+  std::chrono::milliseconds max_backoff{2'000};
+  // Made when every attempt of a call has failed; it must serve the same model signature.
+  std::function<std::unique_ptr<InferenceClient>()> fallback;
+  int max_in_flight = 8;  // ragged mode: requests outstanding at once per call
+  int async_threads = 8;
+};
+
+// The server's counters for one model (ModelStatistics), cumulative since it loaded.
+struct ServerStatistics {
+  uint64_t inference_count = 0, execution_count = 0;
+  uint64_t success_ns = 0, queue_ns = 0;
+  uint64_t compute_input_ns = 0, compute_infer_ns = 0, compute_output_ns = 0;
+};
+
+class RemoteClient final : public InferenceClient {
+ public:
+  static std::unique_ptr<RemoteClient> create(std::shared_ptr<RemoteConnection> connection,
+                                              const RemoteOptions& options);
+  static std::unique_ptr<RemoteClient> create(const std::string& url, const RemoteOptions& options,
+                                              const ConnectionOptions& connection = {});
+  ~RemoteClient() override;
+
+  std::string describe() const override;
+  bool on_fallback() const { return on_fallback_.load(); }
+  std::string fallback_reason() const;  // why it switched (empty while on the server)
+  ServerStatistics statistics() const;
+
+ protected:
+  InferResult execute(const CallRequest& request) override;
+
+ private:
+  RemoteClient(std::shared_ptr<RemoteConnection> connection, const RemoteOptions& options,
+               models::ModelSignature signature);
+  InferResult run_on_fallback(const CallRequest& request, const CallInfo& info,
+                              const std::string& why, std::chrono::steady_clock::time_point start);
+
+  std::shared_ptr<RemoteConnection> connection_;
+  RemoteOptions options_;
+  std::atomic<bool> on_fallback_{false};
+  mutable std::mutex fallback_mutex_;
+  std::unique_ptr<InferenceClient> fallback_;
+  std::string fallback_reason_;
+};
+
+}  // namespace kaas::client

@@ -1,0 +1,46 @@
+#include "server_adapter/default_repository.h"
+
+#include <fstream>
+#include <string>
+
+#include "backends/error.h"
+#include "models/emtrk_model.h"
+
+namespace kaas::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw Error(ErrorCode::kInternal, "cannot write " + path.string());
+}
+
+}  // namespace
+
+void write_default_repository(const fs::path& root, int max_batch_size) {
+  models::write_emtrk_repository_entry(root, "emtrkmichelid", {}, max_batch_size);
+  fs::create_directories(root / "michel_from_image" / "1");
+  fs::copy_file(root / "emtrkmichelid" / "1" / "model.onnx",
+                root / "michel_from_image" / "1" / "model.onnx",
+                fs::copy_options::overwrite_existing);
+  write_text(root / "michel_from_image" / "config.pbtxt",
+             "# One plane's downsampled image + its hits -> per-hit EmTrkMichelId scores\n"
+             "# (patch extraction and the CNN in 1/model.onnx, on the device).\n"
+             "name: \"michel_from_image\"\nbackend: \"kaas\"\nmax_batch_size: 0\n"
+             "parameters { key: \"kaas_model\" value { string_value: \"michel_from_image\" } }\n"
+             "parameters { key: \"hits_per_chunk\" value { string_value: \"1024\" } }\n"
+             "instance_group [ { count: 1 } ]\n");
+  fs::create_directories(root / "knn" / "1");
+  write_text(root / "knn" / "config.pbtxt",
+             "# Built-in exact kNN over ragged events: points [N, D] + row_splits [E + 1].\n"
+             "name: \"knn\"\nbackend: \"kaas\"\nmax_batch_size: 0\n"
+             "parameters { key: \"kaas_model\" value { string_value: \"knn\" } }\n"
+             "parameters { key: \"k\" value { string_value: \"16\" } }\n"
+             "parameters { key: \"method\" value { string_value: \"auto\" } }\n"
+             "instance_group [ { count: 1 } ]\n");
+}
+
+}  // namespace kaas::server

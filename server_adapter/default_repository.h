@@ -1,0 +1,15 @@
+#pragma once
+// The default kaas-server model repository (what kaas-make-repository writes and the run
+// command serves):
+//   emtrkmichelid      the EmTrkMichelId patch CNN (ONNX, dynamic batching)
+//   michel_from_image  one plane's image + hits -> per-hit scores (the same CNN in 1/model.onnx)
+//   knn                the built-in kNN model (k = 16)
+
+#include <filesystem>
+
+namespace kaas::server {
+
+// Throws kaas::Error on I/O failure.
+void write_default_repository(const std::filesystem::path& root, int max_batch_size = 1024);
+
+}  // namespace kaas::server

@@ -1,0 +1,350 @@
+// kaas::client against an in-process kaas-server on loopback: direct and remote give the same
+// bytes, errors are the ones documented, asynchronous calls match synchronous ones, and a
+// server that goes away mid-run is retried and then replaced by the fallback.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "backends/backend.h"
+#include "server_adapter/client/direct_client.h"
+#include "server_adapter/client/remote_client.h"
+#include "server_adapter/default_repository.h"
+#include "server_adapter/server.h"
+#include "tests/support/reference.h"
+
+namespace kaas::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using client::BatchMode;
+using client::CallOptions;
+using client::DirectClient;
+using client::InferResult;
+using client::RemoteClient;
+using client::RemoteOptions;
+
+struct Plane {
+  int64_t wires = 0, bins = 0;
+  std::vector<float> image;
+  std::vector<int32_t> wire;
+  std::vector<float> tick;
+};
+
+Plane make_plane(int64_t wires, int64_t bins, int64_t hits, uint64_t seed) {
+  Plane p{wires, bins, random_floats(wires * bins, seed, -5.0f, 15.0f), {}, {}};
+  const auto u = random_floats(hits * 2, seed + 1, 0.0f, 1.0f);
+  for (int64_t h = 0; h < hits; ++h) {
+    p.wire.push_back(int32_t(u[h * 2] * float(wires - 1)));
+    p.tick.push_back(u[h * 2 + 1] * float(bins * 6 - 1));
+  }
+  return p;
+}
+
+void set_plane(client::InferenceClient& c, const Plane& p, size_t entry) {
+  c.set_input<float>("image", p.image, {p.wires, p.bins}, entry);
+  c.set_input<int32_t>("hit_wire", p.wire, {int64_t(p.wire.size())}, entry);
+  c.set_input<float>("hit_tick", p.tick, {int64_t(p.tick.size())}, entry);
+}
+
+// Every output of every entry, as bytes: "identical" means bit-identical.
+std::vector<std::vector<std::byte>> all_bytes(const InferResult& r,
+                                              const std::vector<std::string>& names) {
+  std::vector<std::vector<std::byte>> bytes;
+  for (size_t e = 0; e < r.entries(); ++e) {
+    for (const auto& name : names) bytes.push_back(r.tensor(name, e).bytes);
+  }
+  return bytes;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repository_ = new fs::path(fs::temp_directory_path() /
+                               ("kaas_client_test_" + std::to_string(::getpid())));
+    server::write_default_repository(*repository_, 256);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*repository_);
+    delete repository_;
+  }
+  void SetUp() override { start_server(); }
+
+  void start_server() {
+    server::ServerOptions options;
+    options.model_repository = repository_->string();
+    options.backend = std::string(backend().name());
+    options.http_port = options.grpc_port = options.metrics_port = 0;
+    server_ = std::make_unique<server::Server>(options);
+    url_ = "127.0.0.1:" + std::to_string(server_->grpc_port());
+  }
+  static const Backend& backend() { return default_backend(); }
+
+  std::unique_ptr<DirectClient> direct(const std::string& model,
+                                       BatchMode mode = BatchMode::kRectangular) {
+    client::DirectOptions options;
+    options.batch_mode = mode;
+    return DirectClient::from_repository(*repository_, model, backend(), options);
+  }
+  std::unique_ptr<RemoteClient> remote(const std::string& model,
+                                       BatchMode mode = BatchMode::kRectangular) {
+    RemoteOptions options;
+    options.model = model;
+    options.batch_mode = mode;
+    return RemoteClient::create(url_, options);
+  }
+
+  static fs::path* repository_;
+  std::unique_ptr<server::Server> server_;
+  std::string url_;
+};
+fs::path* ClientTest::repository_ = nullptr;
+
+const std::vector<std::string> kImageOutputs = {"scores", "fiducial"};
+const std::vector<std::string> kCnnOutputs = {"em_trk_none_netout/Softmax",
+                                              "michel_netout/Sigmoid"};
+
+TEST_F(ClientTest, DirectAndRemoteGiveIdenticalScoresForImagesAndPatches) {
+  const std::vector<Plane> planes = {make_plane(90, 120, 150, 1), make_plane(70, 100, 80, 3),
+                                     make_plane(110, 90, 0, 5)};
+  auto d = direct("michel_from_image", BatchMode::kRagged);
+  auto r = remote("michel_from_image", BatchMode::kRagged);
+  for (size_t p = 0; p < planes.size(); ++p) {
+    set_plane(*d, planes[p], p);
+    set_plane(*r, planes[p], p);
+  }
+  const InferResult dr = d->run(), rr = r->run();
+  ASSERT_EQ(rr.entries(), 3u);
+  EXPECT_EQ(rr.shape("scores", 0)[0], 150);
+  EXPECT_EQ(rr.shape("scores", 2)[0], 0);
+  EXPECT_EQ(all_bytes(dr, kImageOutputs), all_bytes(rr, kImageOutputs));
+  EXPECT_GT(rr.info().bytes_sent, int64_t(planes[0].image.size() * sizeof(float)));
+  EXPECT_EQ(dr.info().bytes_sent, 0);
+
+  // Patches: 200 of them in chunks of 128 (ragged) and as two joined entries (rectangular).
+  const int64_t n = 200, chunk = 128;
+  const auto patches = random_floats(n * 48 * 48, 9, -5.0f, 15.0f);
+  auto chunked = [&](client::InferenceClient& c) {
+    for (int64_t first = 0, e = 0; first < n; first += chunk, ++e) {
+      const int64_t rows = std::min(chunk, n - first);
+      c.set_input<float>(
+          "main_input", std::span(patches).subspan(size_t(first * 48 * 48), size_t(rows * 48 * 48)),
+          {rows, 48, 48, 1}, size_t(e));
+    }
+    return c.run();
+  };
+  auto dc = direct("emtrkmichelid", BatchMode::kRagged);
+  const auto reference = all_bytes(chunked(*dc), kCnnOutputs);
+  auto rc = remote("emtrkmichelid", BatchMode::kRagged);
+  EXPECT_EQ(all_bytes(chunked(*rc), kCnnOutputs), reference);
+  auto rect = remote("emtrkmichelid", BatchMode::kRectangular);
+  const InferResult joined = chunked(*rect);
+  EXPECT_EQ(joined.info().attempts, 1);
+  EXPECT_EQ(all_bytes(joined, kCnnOutputs), reference);
+  EXPECT_EQ(joined.shape("michel_netout/Sigmoid", 1)[0], n - chunk);
+}
+
+TEST_F(ClientTest, UnknownModelIsNotFoundAtCreation) {
+  try {
+    remote("no_such_model");
+    FAIL() << "created a client for an unknown model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no_such_model"), std::string::npos) << e.what();
+  }
+  try {
+    direct("no_such_model");
+    FAIL() << "created a direct client for an unknown model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+  }
+}
+
+TEST_F(ClientTest, UnreachableServerIsUnavailableAtCreation) {
+  server_.reset();
+  RemoteOptions options;
+  options.model = "knn";
+  options.ready_timeout = std::chrono::milliseconds(300);
+  try {
+    RemoteClient::create(url_, options);
+    FAIL() << "created a client without a server";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+  }
+}
+
+TEST_F(ClientTest, TooShortDeadlineIsDeadlineExceeded) {
+  const Plane plane = make_plane(200, 300, 3000, 11);
+  for (int retries : {0, 1}) {
+    RemoteOptions options;
+    options.model = "michel_from_image";
+    options.retries = retries;
+    options.backoff = std::chrono::milliseconds(1);
+    auto r = RemoteClient::create(url_, options);
+    set_plane(*r, plane, 0);
+    try {
+      r->run(CallOptions().with_deadline(std::chrono::milliseconds(1)));
+      FAIL() << "3000 hits answered within 1 ms";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kDeadlineExceeded) << e.what();
+      EXPECT_NE(std::string(e.what()).find("DEADLINE_EXCEEDED"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(retries + 1) + " attempt"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  auto d = direct("michel_from_image");
+  set_plane(*d, plane, 0);
+  EXPECT_THROW(
+      {
+        try {
+          d->run(CallOptions().with_deadline(std::chrono::milliseconds(1)));
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kDeadlineExceeded) << e.what();
+          throw;
+        }
+      },
+      Error);
+  // A sufficient deadline answers.
+  EXPECT_EQ(d->run(CallOptions().with_deadline(std::chrono::seconds(120))).shape("scores")[0],
+            3000);
+}
+
+TEST_F(ClientTest, AsynchronousCallsMatchSynchronousOnes) {
+  std::vector<Plane> planes;
+  for (int i = 0; i < 8; ++i) planes.push_back(make_plane(60 + i, 80, 40 + 7 * i, 100 + i));
+  auto r = remote("michel_from_image");
+  std::vector<std::vector<std::vector<std::byte>>> sync;
+  for (const auto& p : planes) {
+    set_plane(*r, p, 0);
+    sync.push_back(all_bytes(r->run(), kImageOutputs));
+  }
+  std::vector<std::future<InferResult>> futures;
+  for (const auto& p : planes) {
+    set_plane(*r, p, 0);  // the call in flight keeps the views it started with
+    futures.push_back(r->run_async());
+  }
+  for (size_t i = 0; i < planes.size(); ++i)
+    EXPECT_EQ(all_bytes(futures[i].get(), kImageOutputs), sync[i]) << "event " << i;
+
+  std::atomic<int> answered{0};
+  std::vector<std::vector<std::vector<std::byte>>> by_callback(planes.size());
+  for (size_t i = 0; i < planes.size(); ++i) {
+    set_plane(*r, planes[i], 0);
+    r->run_async([&, i](InferResult result, std::exception_ptr error) {
+      if (!error) by_callback[i] = all_bytes(result, kImageOutputs);
+      ++answered;
+    });
+  }
+  while (answered < int(planes.size())) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(by_callback, sync);
+}
+
+TEST_F(ClientTest, ThreadsShareOneConnection) {
+  auto connection = client::RemoteConnection::connect(url_);
+  const Plane plane = make_plane(80, 90, 120, 21);
+  auto d = direct("michel_from_image");
+  set_plane(*d, plane, 0);
+  const auto expected = all_bytes(d->run(), kImageOutputs);
+  std::vector<std::thread> threads;
+  std::atomic<int> same{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      RemoteOptions options;
+      options.model = "michel_from_image";
+      auto r = RemoteClient::create(connection, options);
+      for (int call = 0; call < 3; ++call) {
+        set_plane(*r, plane, 0);
+        if (all_bytes(r->run(), kImageOutputs) == expected) ++same;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(same, 12);
+}
+
+TEST_F(ClientTest, ServerGoneMidRunIsRetriedThenReplacedByTheFallback) {
+  std::vector<Plane> planes;
+  for (int i = 0; i < 6; ++i) planes.push_back(make_plane(70, 90, 60 + i, 200 + i));
+  auto d = direct("michel_from_image");
+  RemoteOptions options;
+  options.model = "michel_from_image";
+  options.retries = 2;
+  options.backoff = std::chrono::milliseconds(20);
+  options.fallback = [&] { return direct("michel_from_image"); };
+  auto r = RemoteClient::create(url_, options);
+  for (size_t i = 0; i < planes.size(); ++i) {
+    if (i == 3) server_.reset();  // the server goes away between events
+    set_plane(*d, planes[i], 0);
+    set_plane(*r, planes[i], 0);
+    const InferResult rr = r->run();
+    EXPECT_EQ(all_bytes(rr, kImageOutputs), all_bytes(d->run(), kImageOutputs)) << "event " << i;
+    EXPECT_EQ(rr.info().fallback, i >= 3) << "event " << i;
+    if (i == 3) {
+      EXPECT_EQ(rr.info().attempts, 3) << "1 try + 2 retries before the fallback";
+    }
+  }
+  EXPECT_TRUE(r->on_fallback());
+  EXPECT_NE(r->fallback_reason().find("UNAVAILABLE"), std::string::npos) << r->fallback_reason();
+
+  // Without a fallback the call fails with the last status after its retries.
+  RemoteOptions no_fallback = options;
+  no_fallback.fallback = nullptr;
+  start_server();
+  auto lonely = RemoteClient::create(url_, no_fallback);
+  server_.reset();
+  set_plane(*lonely, planes[0], 0);
+  try {
+    lonely->run();
+    FAIL() << "answered without a server";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 attempts"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ClientTest, BadInputsAreRejectedBeforeAnythingIsSent) {
+  auto r = remote("michel_from_image");
+  const Plane plane = make_plane(20, 30, 5, 31);
+  const std::vector<int32_t> ints(20 * 30);
+  auto code_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kInternal;  // no error: never expected below
+  };
+  EXPECT_EQ(code_of([&] {
+              r->set_input<float>("nope", plane.image, {20, 30});
+            }),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] {
+              r->set_input<int32_t>("image", ints, {20, 30});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              r->set_input<float>("image", plane.image, {20, 31});
+            }),
+            ErrorCode::kInvalidArgument);
+  r->set_input<float>("image", plane.image, {20, 30});
+  EXPECT_EQ(code_of([&] { r->run(); }), ErrorCode::kInvalidArgument) << "hits not set";
+  set_plane(*r, plane, 0);
+  set_plane(*r, plane, 1);
+  EXPECT_EQ(code_of([&] { r->run(); }), ErrorCode::kInvalidArgument)
+      << "two entries of an unbatched model in rectangular mode";
+  r->clear_inputs();
+  set_plane(*r, plane, 0);
+  EXPECT_EQ(r->run().shape("scores")[0], 5) << "still usable";
+  EXPECT_EQ(code_of([&] { r->run(CallOptions().with_outputs({"nope"})); }),
+            ErrorCode::kInvalidArgument);
+  const InferResult only = r->run(CallOptions().with_outputs({"fiducial"}));
+  EXPECT_EQ(only.tensor("fiducial").shape[0], 5);
+  EXPECT_EQ(code_of([&] { only.tensor("scores"); }), ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { only.output<float>("fiducial"); }), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kaas::testing
