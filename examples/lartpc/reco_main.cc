@@ -1,0 +1,501 @@
+// kaas-reco: the reconstruction demo. Toy LArTPC events -> hits -> per-hit [track, em, none,
+// michel] scores from the EmTrkMichelId CNN -> hit clusters -> per-cluster scores. The
+// inference goes through kaas::client, in process (direct) or to kaas-server (remote), and
+// sends either each plane's downsampled image with its hits (michel_from_image: patches are cut
+// on the server) or every hit's 48 x 48 patch (emtrkmichelid). `--mode both` runs both clients
+// on every event and checks that their per-hit outputs are bit-identical.
+
+#include <sys/resource.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "backends/backend.h"
+#include "examples/lartpc/reco.h"
+#include "server_adapter/client/direct_client.h"
+#include "server_adapter/client/remote_client.h"
+
+namespace {
+
+using namespace kaas;
+using namespace kaas::examples;
+using client::InferenceClient;
+using client::InferResult;
+using Clock = std::chrono::steady_clock;
+
+enum class Send { kImage, kPatches };
+const char* send_name(Send s) {
+  return s == Send::kImage ? "image" : "patches";
+}
+
+struct Args {
+  std::string mode = "both", server = "127.0.0.1:8001", repository, backend = "auto";
+  std::vector<std::string> send = {"image"};
+  std::string image_model = "michel_from_image", patch_model = "emtrkmichelid";
+  int events = 3, async = 1, retries = 2, deadline_ms = 0;
+  bool gzip = false, fallback = false, quiet = false;
+  ToyEventConfig toy;
+};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// What one client did over the run, for the comparison table.
+struct Totals {
+  int events = 0, fallbacks = 0, failed = 0;
+  double infer_s = 0;
+  int64_t sent = 0, received = 0;
+};
+
+// One way of sending (image or patches) with its clients.
+struct Path {
+  Send send;
+  std::string model;
+  std::unique_ptr<InferenceClient> direct;
+  std::unique_ptr<client::RemoteClient> remote;
+  client::ServerStatistics stats_before;
+  bool have_stats = false;
+  Totals direct_totals, remote_totals;
+  double prep_s = 0, prep_cpu_s = 0, aggregate_s = 0;
+};
+
+// The per-hit outputs of one call, in event hit order.
+struct HitScores {
+  std::vector<float> scores;  // [hits, 4]
+  std::vector<uint8_t> fiducial;
+};
+
+struct Work {
+  int event_number = 0;
+  Path* path = nullptr;
+  std::shared_ptr<const ToyEvent> event;
+  std::shared_ptr<const Clusters> clusters;
+  std::vector<PlaneInputs> planes;  // the inputs stay here while calls are in flight
+  PatchInputs patches;
+  std::future<InferResult> direct, remote;
+  bool empty = false;  // no hits: nothing to send
+};
+
+void set_inputs(InferenceClient& c, const Work& w) {
+  c.clear_inputs();
+  if (w.path->send == Send::kImage) {
+    for (size_t p = 0; p < w.planes.size(); ++p) {
+      const PlaneInputs& in = w.planes[p];
+      c.set_input<float>("image", in.image, {in.wires, in.bins}, p);
+      c.set_input<int32_t>("hit_wire", in.hit_wire, {int64_t(in.hit_wire.size())}, p);
+      c.set_input<float>("hit_tick", in.hit_tick, {int64_t(in.hit_tick.size())}, p);
+    }
+    return;
+  }
+  // Patches in chunks of the model's max batch, one entry (request) each.
+  const auto& spec = c.signature().inputs.at(0);
+  const int64_t per_patch = models::element_count(std::span(spec.shape).subspan(1));
+  const int64_t hits = int64_t(w.patches.fiducial.size());
+  const int64_t chunk = std::max<int64_t>(c.signature().max_batch, 1);
+  for (int64_t first = 0, e = 0; first < hits; first += chunk, ++e) {
+    const int64_t rows = std::min(chunk, hits - first);
+    std::vector<int64_t> shape = spec.shape;
+    shape[0] = rows;
+    c.set_input<float>(
+        spec.name,
+        std::span(w.patches.patches).subspan(size_t(first * per_patch), size_t(rows * per_patch)),
+        shape, size_t(e));
+  }
+}
+
+HitScores hit_scores(const InferResult& r, const Work& w) {
+  HitScores out;
+  for (size_t e = 0; e < r.entries(); ++e) {
+    if (w.path->send == Send::kImage) {
+      const auto s = r.output<float>("scores", e);
+      const auto f = r.output<uint8_t>("fiducial", e);
+      out.scores.insert(out.scores.end(), s.begin(), s.end());
+      out.fiducial.insert(out.fiducial.end(), f.begin(), f.end());
+    } else {
+      // The softmax head is the output with 3 columns, the Michel head the one with 1.
+      const client::HostTensor *softmax = nullptr, *michel = nullptr;
+      for (const auto& spec : w.path->direct ? w.path->direct->signature().outputs
+                                             : w.path->remote->signature().outputs) {
+        const auto& t = r.tensor(spec.name, e);
+        (t.shape.back() == 3 ? softmax : michel) = &t;
+      }
+      if (!softmax || !michel)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "the patch model needs a [n, 3] and a [n, 1] output");
+      const auto s = softmax->values<float>();
+      const auto m = michel->values<float>();
+      for (size_t h = 0; h < m.size(); ++h)
+        out.scores.insert(out.scores.end(), {s[h * 3], s[h * 3 + 1], s[h * 3 + 2], m[h]});
+    }
+  }
+  if (w.path->send == Send::kPatches) out.fiducial = w.patches.fiducial;
+  return out;
+}
+
+std::string megabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  return text;
+}
+
+class Reco {
+ public:
+  explicit Reco(const Args& args)
+      : args_(args), backend_(pick_backend(args.backend)), queue_(backend_) {}
+
+  int run() {
+    const bool direct = args_.mode != "remote", remote = args_.mode != "direct";
+    std::printf("kaas-reco: mode %s, send %s, %d events, client backend %s%s%s, %d in flight\n",
+                args_.mode.c_str(), join(args_.send).c_str(), args_.events,
+                std::string(backend_.name()).c_str(), remote ? ", server " : "",
+                remote ? args_.server.c_str() : "", args_.async);
+    std::shared_ptr<client::RemoteConnection> connection;
+    if (remote) {
+      client::ConnectionOptions c;
+      c.gzip = args_.gzip;
+      connection = client::RemoteConnection::connect(args_.server, c);
+    }
+    for (const std::string& s : args_.send) {
+      auto path = std::make_unique<Path>();
+      path->send = s == "image" ? Send::kImage : Send::kPatches;
+      path->model = path->send == Send::kImage ? args_.image_model : args_.patch_model;
+      client::DirectOptions direct_options;
+      direct_options.batch_mode = client::BatchMode::kRagged;
+      if (direct)
+        path->direct = client::DirectClient::from_repository(args_.repository, path->model,
+                                                             backend_, direct_options);
+      if (remote) {
+        client::RemoteOptions options;
+        options.model = path->model;
+        options.batch_mode = client::BatchMode::kRagged;
+        options.retries = args_.retries;
+        if (args_.fallback) {
+          const std::string model = path->model;
+          options.fallback = [this, model, direct_options] {
+            return client::DirectClient::from_repository(args_.repository, model, backend_,
+                                                         direct_options);
+          };
+        }
+        path->remote = client::RemoteClient::create(connection, options);
+        try {
+          path->stats_before = path->remote->statistics();
+          path->have_stats = true;
+        } catch (const Error&) {
+        }
+      }
+      paths_.push_back(std::move(path));
+    }
+
+    std::deque<std::unique_ptr<Work>> in_flight;
+    const size_t window = size_t(args_.async) * paths_.size();
+    for (int e = 0; e < args_.events; ++e) {
+      const auto gen_start = Clock::now();
+      auto event = std::make_shared<const ToyEvent>(make_toy_event(args_.toy, uint64_t(e)));
+      generate_s_ += seconds_since(gen_start);
+      const auto cluster_start = Clock::now();
+      auto clusters = std::make_shared<const Clusters>(cluster_hits(*event));
+      cluster_s_ += seconds_since(cluster_start);
+      for (auto& path : paths_) {
+        in_flight.push_back(submit(e, *path, event, clusters));
+        while (in_flight.size() >= window) {
+          complete(*in_flight.front());
+          in_flight.pop_front();
+        }
+      }
+    }
+    while (!in_flight.empty()) {
+      complete(*in_flight.front());
+      in_flight.pop_front();
+    }
+    if (progress_shown_) std::fprintf(stderr, "\n");
+    print_table();
+    return mismatched_events_ == 0 && lost_events_ == 0 ? 0 : 1;
+  }
+
+ private:
+  static const Backend& pick_backend(const std::string& name) {
+    return name == "auto" ? default_backend() : find_backend(name);
+  }
+  static std::string join(const std::vector<std::string>& items) {
+    std::string text;
+    for (const auto& i : items) text += (text.empty() ? "" : ",") + i;
+    return text;
+  }
+
+  client::CallOptions call_options() const {
+    client::CallOptions options;
+    if (args_.deadline_ms > 0) options.deadline = std::chrono::milliseconds(args_.deadline_ms);
+    return options;
+  }
+
+  std::unique_ptr<Work> submit(int e, Path& path, std::shared_ptr<const ToyEvent> event,
+                               std::shared_ptr<const Clusters> clusters) {
+    auto w = std::make_unique<Work>();
+    w->event_number = e;
+    w->path = &path;
+    w->event = std::move(event);
+    w->clusters = std::move(clusters);
+    const auto start = Clock::now();
+    const double cpu = process_cpu_seconds();
+    w->planes = prepare_planes(queue_, *w->event);
+    if (path.send == Send::kPatches) w->patches = prepare_patches(queue_, w->planes);
+    path.prep_cpu_s += process_cpu_seconds() - cpu;
+    path.prep_s += seconds_since(start);
+    w->empty = w->event->hits.empty();
+    if (w->empty) return w;
+    // One event at a time: direct, then remote, each on an otherwise idle machine. With K in
+    // flight every call is asynchronous.
+    const bool sequential = args_.async == 1;
+    for (InferenceClient* c : {static_cast<InferenceClient*>(path.direct.get()),
+                               static_cast<InferenceClient*>(path.remote.get())}) {
+      if (!c) continue;
+      set_inputs(*c, *w);
+      auto& future = c == path.direct.get() ? w->direct : w->remote;
+      if (sequential) {
+        std::promise<InferResult> done;
+        try {
+          done.set_value(c->run(call_options()));
+        } catch (...) {
+          done.set_exception(std::current_exception());
+        }
+        future = done.get_future();
+      } else {
+        future = c->run_async(call_options());
+      }
+    }
+    return w;
+  }
+
+  // Waits for one work item's calls, checks, aggregates and reports.
+  void complete(Work& w) {
+    Path& path = *w.path;
+    std::optional<HitScores> direct, remote;
+    std::string line = "event " + std::to_string(w.event_number) + " [" + send_name(path.send) +
+                       "]: " + std::to_string(w.event->hits.size()) + " hits, " +
+                       std::to_string(w.clusters->size()) + " clusters";
+    std::string calls;
+    auto collect = [&](std::future<InferResult>& f, Totals& totals, const char* who,
+                       std::optional<HitScores>& out) {
+      if (!f.valid()) return;
+      try {
+        const InferResult r = f.get();
+        out = hit_scores(r, w);
+        ++totals.events;
+        totals.infer_s += r.info().seconds;
+        totals.sent += r.info().bytes_sent;
+        totals.received += r.info().bytes_received;
+        char text[160];
+        std::snprintf(text, sizeof text, "; %s %.2f s", who, r.info().seconds);
+        calls += text;
+        if (r.info().bytes_sent > 0)
+          calls += " " + megabytes(double(r.info().bytes_sent)) + " sent";
+        if (r.info().attempts > 1) calls += ", " + std::to_string(r.info().attempts) + " attempts";
+        if (r.info().fallback) {
+          ++totals.fallbacks;
+          calls += " (answered by the fallback)";
+        }
+      } catch (const std::exception& e) {
+        ++totals.failed;
+        calls += std::string("; ") + who + " FAILED: " + e.what();
+      }
+    };
+    collect(w.direct, path.direct_totals, "direct", direct);
+    collect(w.remote, path.remote_totals, "remote", remote);
+    const bool failed = (path.direct && !direct) || (path.remote && !remote);
+    if (failed && !w.empty) ++lost_events_;
+    std::string verdict;
+    if (direct && remote) {
+      const bool same = direct->scores == remote->scores && direct->fiducial == remote->fiducial;
+      verdict = same ? "; direct == remote" : "; direct != remote: MISMATCH";
+      if (!same) ++mismatched_events_;
+    }
+    const HitScores* scores = direct ? &*direct : remote ? &*remote : nullptr;
+    if (scores) {
+      cross_check(w, *scores);
+      const auto start = Clock::now();
+      const auto per_cluster = aggregate(queue_, scores->scores, scores->fiducial, *w.clusters);
+      path.aggregate_s += seconds_since(start);
+      int64_t by_class[3] = {}, michel = 0;
+      for (size_t c = 0; c < w.clusters->size(); ++c) {
+        const float* s = &per_cluster[c * 4];
+        ++by_class[std::max_element(s, s + 3) - s];
+        michel += s[3] > 0.5f;
+      }
+      line += " (track " + std::to_string(by_class[0]) + ", em " + std::to_string(by_class[1]) +
+              ", none " + std::to_string(by_class[2]) + "; Michel-like " + std::to_string(michel) +
+              ")";
+    }
+    ++completed_;
+    if (!args_.quiet) {
+      if (progress_shown_) std::fprintf(stderr, "\r\033[K");
+      std::printf("%s%s%s\n", line.c_str(), calls.c_str(), verdict.c_str());
+      std::fflush(stdout);
+    }
+    show_progress();
+  }
+
+  // The same event through image and patches: the per-hit scores should agree.
+  void cross_check(const Work& w, const HitScores& scores) {
+    if (paths_.size() < 2) return;
+    auto& first = first_scores_[w.event_number];
+    if (first.scores.empty()) {
+      first = scores;
+      return;
+    }
+    double max_diff = 0;
+    for (size_t i = 0; i < scores.scores.size() && i < first.scores.size(); ++i)
+      max_diff = std::max(max_diff, double(std::fabs(scores.scores[i] - first.scores[i])));
+    max_image_patch_diff_ = std::max(max_image_patch_diff_, max_diff);
+    if (scores.fiducial != first.fiducial || scores.scores.size() != first.scores.size())
+      ++image_patch_disagreements_;
+    first_scores_.erase(w.event_number);
+  }
+
+  void show_progress() {
+    const size_t total = size_t(args_.events) * paths_.size();
+    if (!isatty(STDERR_FILENO) || total < 2) return;
+    const int width = 30, done = int(width * completed_ / total);
+    std::fprintf(stderr, "[%s%s] %zu/%zu  %.1f s", std::string(size_t(done), '#').c_str(),
+                 std::string(size_t(width - done), ' ').c_str(), completed_, total,
+                 seconds_since(start_));
+    std::fflush(stderr);
+    progress_shown_ = true;
+  }
+
+  void print_table() {
+    const double n = args_.events;
+    std::printf(
+        "\nper event (mean of %d): generation %.2f s, clustering %.3f s (not in the table)\n",
+        args_.events, generate_s_ / n, cluster_s_ / n);
+    std::printf(
+        "| path | client prep s (wall / CPU) | sent per event | received | inference s | "
+        "server compute s | total s |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
+    double image_sent = 0, patch_sent = 0;
+    for (auto& path : paths_) {
+      std::string server_s = "-";
+      if (path->remote && path->have_stats && !path->remote->on_fallback()) {
+        try {
+          const auto after = path->remote->statistics();
+          const double ns =
+              double(after.compute_input_ns + after.compute_infer_ns + after.compute_output_ns) -
+              double(path->stats_before.compute_input_ns + path->stats_before.compute_infer_ns +
+                     path->stats_before.compute_output_ns);
+          char text[32];
+          std::snprintf(text, sizeof text, "%.2f", ns * 1e-9 / n);
+          server_s = text;
+        } catch (const Error&) {
+        }
+      }
+      for (const bool is_remote : {false, true}) {
+        if (!(is_remote ? static_cast<bool>(path->remote) : static_cast<bool>(path->direct)))
+          continue;
+        const Totals& t = is_remote ? path->remote_totals : path->direct_totals;
+        const double k = std::max(t.events, 1);
+        const double prep = path->prep_s / n, infer = t.infer_s / k;
+        std::printf("| %s %s%s | %.3f / %.3f | %s | %s | %.2f | %s | %.2f |\n",
+                    is_remote ? "remote" : "direct", send_name(path->send),
+                    t.fallbacks ? " (fallback)" : "", prep, path->prep_cpu_s / n,
+                    is_remote ? megabytes(double(t.sent) / k).c_str() : "0 (in process)",
+                    is_remote ? megabytes(double(t.received) / k).c_str() : "-", infer,
+                    is_remote ? server_s.c_str() : "-", prep + infer + path->aggregate_s / n);
+        if (is_remote) (path->send == Send::kImage ? image_sent : patch_sent) = double(t.sent) / k;
+      }
+    }
+    if (image_sent > 0 && patch_sent > 0)
+      std::printf("remote bytes sent, image / patches: 1/%.1f\n", patch_sent / image_sent);
+    if (paths_.size() > 1)
+      std::printf("image vs patches, per-hit scores: max |difference| %.3g%s\n",
+                  max_image_patch_diff_,
+                  image_patch_disagreements_ ? " (fiducial flags or hit counts differ!)" : "");
+    if (args_.mode == "both")
+      std::printf(
+          "direct vs remote: %s\n",
+          mismatched_events_ == 0
+              ? "identical per-hit outputs on every event"
+              : (std::to_string(mismatched_events_) + " events with different outputs").c_str());
+    if (lost_events_) std::printf("events without an answer: %d\n", lost_events_);
+  }
+
+  const Args& args_;
+  const Backend& backend_;
+  Queue queue_;
+  std::vector<std::unique_ptr<Path>> paths_;
+  std::map<int, HitScores> first_scores_;
+  double generate_s_ = 0, cluster_s_ = 0, max_image_patch_diff_ = 0;
+  int mismatched_events_ = 0, lost_events_ = 0, image_patch_disagreements_ = 0;
+  size_t completed_ = 0;
+  bool progress_shown_ = false;
+  Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kaas-reco: toy LArTPC reconstruction with EmTrkMichelId, direct or via kaas-server"};
+  Args args;
+  app.add_option("--mode", args.mode,
+                 "direct (in process), remote (kaas-server) or both (checks "
+                 "that they agree)")
+      ->check(CLI::IsMember({"direct", "remote", "both"}));
+  app.add_option("--server", args.server, "kaas-server gRPC address host:port");
+  app.add_option("--send", args.send,
+                 "image (planes + hits to michel_from_image), patches "
+                 "(48x48 patches to emtrkmichelid), or both: image,patches")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"image", "patches"}));
+  app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
+  app.add_option("--backend", args.backend,
+                 "client backend: preprocessing, aggregation and the direct client");
+  app.add_option("--async", args.async, "events in flight (1: one call at a time)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--repository", args.repository,
+                 "model repository for the direct client (as kaas-server's)");
+  app.add_option("--image-model", args.image_model, "image + hits model name");
+  app.add_option("--patch-model", args.patch_model, "patch CNN model name");
+  app.add_flag("--gzip", args.gzip, "compress requests");
+  app.add_option("--retries", args.retries, "remote retries on UNAVAILABLE / DEADLINE_EXCEEDED")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--deadline-ms", args.deadline_ms, "per-call deadline (0: none)")
+      ->check(CLI::Range(0, 86'400'000));
+  app.add_flag("--fallback", args.fallback,
+               "after the retries, run on a direct client (needs --repository)");
+  app.add_flag("--quiet", args.quiet, "no per-event lines");
+  app.add_option("--seed", args.toy.seed, "event seed");
+  app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
+  app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
+  app.add_option("--tracks", args.toy.tracks_per_plane, "muon tracks per plane")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--showers", args.toy.showers_per_plane, "EM showers per plane")
+      ->check(CLI::Range(0, 100000));
+  CLI11_PARSE(app, argc, argv);
+  const bool needs_repository = args.mode != "remote" || args.fallback;
+  if (needs_repository && args.repository.empty()) {
+    std::fprintf(stderr, "kaas-reco: --repository is needed for --mode %s%s\n", args.mode.c_str(),
+                 args.fallback ? " and --fallback" : "");
+    return 2;
+  }
+  std::sort(args.send.begin(), args.send.end());
+  args.send.erase(std::unique(args.send.begin(), args.send.end()), args.send.end());
+  try {
+    return Reco(args).run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kaas-reco: %s\n", e.what());
+    return 1;
+  }
+}
