@@ -41,6 +41,7 @@ struct Args {
   std::string image_model = "michel_from_image", patch_model = "emtrkmichelid";
   int events = 3, async = 1, retries = 2, deadline_ms = 0;
   bool gzip = false, fallback = false, quiet = false;
+  float cluster_gap = 8.0f;
   ToyEventConfig toy;
 };
 
@@ -146,6 +147,18 @@ HitScores hit_scores(const InferResult& r, const Work& w) {
   return out;
 }
 
+// FNV-1a over the per-hit outputs: event lines carry it so runs can be compared exactly.
+uint64_t fingerprint(const HitScores& h) {
+  uint64_t hash = 1469598103934665603ull;
+  auto add = [&](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+  };
+  add(h.scores.data(), h.scores.size() * sizeof(float));
+  add(h.fiducial.data(), h.fiducial.size());
+  return hash;
+}
+
 std::string megabytes(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
@@ -207,7 +220,7 @@ class Reco {
       auto event = std::make_shared<const ToyEvent>(make_toy_event(args_.toy, uint64_t(e)));
       generate_s_ += seconds_since(gen_start);
       const auto cluster_start = Clock::now();
-      auto clusters = std::make_shared<const Clusters>(cluster_hits(*event));
+      auto clusters = std::make_shared<const Clusters>(cluster_hits(*event, args_.cluster_gap));
       cluster_s_ += seconds_since(cluster_start);
       for (auto& path : paths_) {
         in_flight.push_back(submit(e, *path, event, clusters));
@@ -335,9 +348,12 @@ class Reco {
         ++by_class[std::max_element(s, s + 3) - s];
         michel += s[3] > 0.5f;
       }
+      char hash[40];
+      std::snprintf(hash, sizeof hash, "; outputs %016llx",
+                    static_cast<unsigned long long>(fingerprint(*scores)));
       line += " (track " + std::to_string(by_class[0]) + ", em " + std::to_string(by_class[1]) +
               ", none " + std::to_string(by_class[2]) + "; Michel-like " + std::to_string(michel) +
-              ")";
+              ")" + hash;
     }
     ++completed_;
     if (!args_.quiet) {
@@ -476,6 +492,8 @@ int main(int argc, char** argv) {
   app.add_flag("--fallback", args.fallback,
                "after the retries, run on a direct client (needs --repository)");
   app.add_flag("--quiet", args.quiet, "no per-event lines");
+  app.add_option("--cluster-gap", args.cluster_gap, "largest peak-tick gap inside a cluster")
+      ->check(CLI::Range(0.0f, 1e6f));
   app.add_option("--seed", args.toy.seed, "event seed");
   app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
   app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""kaas-reco end to end against a kaas-server on loopback (small toy events):
+  - direct and remote give identical per-hit outputs, through images and through patches;
+  - 8 events in flight give the outputs of one at a time;
+  - the server killed (SIGKILL) in the middle of a run: retries, then the fallback answers,
+    no event is lost and the outputs are those of the clean run;
+  - a too-short deadline is DEADLINE_EXCEEDED; an unknown model is NOT_FOUND at creation.
+
+Usage: test_reco.py --reco BIN --server BIN --make-repository BIN
+"""
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "server"))
+from server_fixture import KaasServer  # noqa: E402
+
+SMALL = ["--wires", "240", "--ticks", "1500", "--tracks", "8", "--showers", "2"]
+failures = []
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def event_outputs(text):
+    """{(event, send): fingerprint} from kaas-reco's event lines."""
+    found = {}
+    for m in re.finditer(r"^event (\d+) \[(\w+)\]: .*; outputs ([0-9a-f]{16})", text, re.M):
+        found[(int(m.group(1)), m.group(2))] = m.group(3)
+    return found
+
+
+def reco(args, *extra, timeout=600):
+    command = [args.reco, *SMALL, "--repository", str(args.repository_dir), *extra]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return result.returncode, result.stdout, result.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reco", required=True)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kaas-reco-test-") as tmp:
+        args.repository_dir = pathlib.Path(tmp) / "models"
+        subprocess.run([args.make_repository, "--repository", str(args.repository_dir)], check=True,
+                       stdout=subprocess.DEVNULL)
+        server = KaasServer(args.server, args.repository_dir)
+        try:
+            url = ["--server", server.grpc_url]
+            rc, out, err = reco(args, *url, "--mode", "both", "--send", "image,patches", "--events", "2")
+            print(out, err)
+            outputs = event_outputs(out)
+            check(rc == 0, "both mode, image and patches: exit 0")
+            check(len(outputs) == 4, "4 event lines (2 events x image, patches)")
+            check(out.count("direct == remote") == 4, "direct == remote on every event and path")
+            check("identical per-hit outputs on every event" in out, "summary says identical")
+            check(all(outputs[(e, "image")] == outputs[(e, "patches")] for e in range(2)),
+                  "image and patches paths give the same per-hit outputs")
+            check("remote bytes sent, image / patches: 1/" in out, "bytes ratio reported")
+
+            rc, sync_out, err = reco(args, *url, "--mode", "remote", "--events", "8")
+            check(rc == 0, "remote, one at a time: exit 0 " + err)
+            rc, async_out, err = reco(args, *url, "--mode", "remote", "--events", "8", "--async", "8")
+            check(rc == 0, "remote, 8 in flight: exit 0 " + err)
+            sync, asynchronous = event_outputs(sync_out), event_outputs(async_out)
+            check(len(sync) == 8 and sync == asynchronous, "8 in flight == one at a time, all 8 events")
+            rc, direct_out, err = reco(args, "--mode", "direct", "--events", "8", "--async", "8")
+            check(rc == 0 and event_outputs(direct_out) == sync, "direct, 8 in flight == remote")
+
+            rc, out, err = reco(args, *url, "--mode", "remote", "--events", "1", "--deadline-ms", "1",
+                                "--retries", "0")
+            check(rc == 1 and "DEADLINE_EXCEEDED" in out, "1 ms deadline: DEADLINE_EXCEEDED, exit 1")
+            check("events without an answer: 1" in out, "the event is reported unanswered")
+            rc, out, err = reco(args, *url, "--mode", "remote", "--image-model", "no_such_model")
+            check(rc == 1 and "NOT_FOUND" in err and "no_such_model" in err,
+                  "unknown model: NOT_FOUND at creation: " + err.strip())
+        finally:
+            server.stop()
+
+        # The server dies after the first event; the remaining events go to the fallback.
+        server = KaasServer(args.server, args.repository_dir)
+        command = [args.reco, *SMALL, "--repository", str(args.repository_dir), "--server",
+                   server.grpc_url, "--mode", "both", "--fallback", "--retries", "2", "--events", "8"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("event 0 "):
+                server.process.kill()
+                server.process.wait()
+        rc = process.wait(timeout=600)
+        err = process.stderr.read()
+        server.stop()
+        out = "".join(lines)
+        print(out, err)
+        outputs = event_outputs(out)
+        check(rc == 0, "server killed mid-run: exit 0")
+        check(sorted(e for e, _ in outputs) == list(range(8)), "no event lost")
+        check(out.count("direct == remote") == 8, "outputs still identical on every event")
+        check("answered by the fallback" in out and "3 attempts" in out,
+              "retried (3 attempts), then answered by the fallback")
+        check(outputs == sync, "outputs equal those of the clean run")
+    if failures:
+        print(f"{len(failures)} checks failed: {failures}")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
