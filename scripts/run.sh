@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
-# The run command: installs what is missing, builds kaas (Release, every backend whose compiler
-# is present), prints the compiled backends and their devices, and self-checks every kernel on
-# every available backend against a host reference (a table; exit status 1 on any failure), then
-# runs the default model: generates the default kaas-server model repository and example patches
-# and runs EmTrkMichelId on them with kaas-infer on the default backend (plan and timing).
+# The run command, the main job: installs what is missing, builds kaas (Release, every backend
+# whose compiler is present), self-checks every kernel on every available backend (a table; exit
+# status 1 on any failure), generates the default model repository, starts kaas-server on
+# loopback in the background, runs the reconstruction demo kaas-reco in `both` mode (every event
+# in process and through the server, checked bit for bit) sending images and sending patches,
+# prints the comparison table, and stops the server.
+#
+# Arguments go to `kaas-info --self-check`. Environment:
+#   KAAS_RUN_EVENTS   toy events (default 3, ~50k hits each)
+#   KAAS_RECO_ARGS    more kaas-reco flags, e.g. "--wires 480 --ticks 3000" for smaller events
+#   KAAS_BUILD_DIR    an already configured build tree to use instead of build/release (CI)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
 bash scripts/install_deps.sh --run-only
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAAS_BUILD_TESTS=OFF \
-  -DKAAS_BUILD_BENCH=OFF > /dev/null
-cmake --build build/release -j "$jobs" --target kaas-info kaas-make-emtrk-model \
-  kaas-make-repository kaas-infer kaas-server
-./build/release/tools/kaas-info --self-check "$@"
+build="${KAAS_BUILD_DIR:-build/release}"
+if [[ -z "${KAAS_BUILD_DIR:-}" ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAAS_BUILD_TESTS=OFF \
+    -DKAAS_BUILD_BENCH=OFF > /dev/null
+fi
+cmake --build "$build" -j "$jobs" --target kaas-info kaas-make-repository kaas-server kaas-reco
+"$build/tools/kaas-info" --self-check "$@"
 
 # The default model repository kaas-server serves: emtrkmichelid, michel_from_image, knn.
-models=build/release/model_repository
-./build/release/tools/kaas-make-repository --repository "$models"
-./build/release/tools/kaas-make-emtrk-model --repository build/release/examples --name emtrk \
-  --example-patches build/release/example_patches.npy --example-count 256 > /dev/null
-./build/release/tools/kaas-infer --model "$models/emtrkmichelid/1/model.onnx" --describe \
-  --input main_input=build/release/example_patches.npy --output-dir build/release/example_scores \
-  --batch 256 --repeat 3
+models="$build/model_repository"
+"$build/tools/kaas-make-repository" --repository "$models"
+
+log="$(mktemp -t kaas-server.XXXXXX)"
+"$build/server_adapter/kaas-server" --model-repository "$models" --host 127.0.0.1 \
+  --http-port 0 --grpc-port 0 --metrics-port 0 > "$log" 2>&1 &
+server_pid=$!
+stop_server() {
+  if kill -0 "$server_pid" 2> /dev/null; then
+    kill -TERM "$server_pid"
+    wait "$server_pid" || true
+  fi
+  rm -f "$log"
+}
+trap stop_server EXIT
+for _ in $(seq 1 600); do
+  grep -q "kaas-server: listening" "$log" && break
+  if ! kill -0 "$server_pid" 2> /dev/null; then
+    cat "$log"
+    echo "run.sh: kaas-server did not start" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+grep "kaas-server: " "$log"
+grpc_port="$(sed -n 's/.*kaas-server: listening host=[^ ]* http=[0-9]* grpc=\([0-9]*\).*/\1/p' "$log")"
+[[ -n "$grpc_port" ]] || { echo "run.sh: kaas-server did not report its ports" >&2; exit 1; }
+
+# shellcheck disable=SC2086  # KAAS_RECO_ARGS is a list of flags
+"$build/examples/lartpc/kaas-reco" --mode both --send image,patches \
+  --events "${KAAS_RUN_EVENTS:-3}" --server "127.0.0.1:$grpc_port" --repository "$models" \
+  ${KAAS_RECO_ARGS:-}

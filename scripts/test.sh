@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then builds and tests three configurations:
 #   1. g++ + libgomp, every backend (CUDA sm_80/sm_90 and HIP gfx90a/gfx940 compile and link;
-#      their runtime tests skip without a device), -Werror; the whole ctest suite
+#      their runtime tests skip without a device), -Werror; the whole ctest suite; then a short
+#      version of the run command (kaas-server + kaas-reco on small events) on that build
 #   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends
 #   3. clang++ + LLVM's OpenMP runtime (libomp), CPU backends, -Werror
 # In CI (CI=true) a missing nvcc or hipcc is an error instead of a disabled backend.
@@ -23,6 +24,10 @@ cmake -S . -B build/test-gcc -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COM
 cmake --build build/test-gcc -j "$jobs"
 ctest --test-dir build/test-gcc -j "$jobs" --output-on-failure
 bash scripts/ptxas_summary.sh build/test-gcc
+
+step "the run command, short: server + kaas-reco on 2 small events (build/test-gcc)"
+KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 \
+  KAAS_RECO_ARGS="--wires 480 --ticks 3000 --tracks 16 --showers 4" bash scripts/run.sh
 
 step "2/3 g++ ASan + UBSan, CPU backends"
 cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
