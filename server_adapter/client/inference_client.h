@@ -185,7 +185,8 @@ class InferenceClient {
   // Blocking call on the inputs set. Throws kaas::Error (kDeadlineExceeded, kUnavailable,
   // kInvalidArgument, ...) with a message naming the model and what went wrong.
   InferResult run(const CallOptions& options = {});
-  // The same call on the client's workers.
+  // The same call on the client's workers. Input errors throw here; call errors arrive through
+  // the future or the callback's `error`. The callback runs on a worker and must not throw.
   std::future<InferResult> run_async(const CallOptions& options = {});
   void run_async(Callback callback, const CallOptions& options = {});
 

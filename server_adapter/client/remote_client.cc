@@ -277,32 +277,40 @@ InferResult RemoteClient::execute(const CallRequest& request) {
     std::condition_variable done;
     int outstanding = 0;
     std::vector<std::unique_ptr<Flight>> flights(todo.size());
-    for (size_t k = 0; k < todo.size(); ++k) {
-      {
-        std::unique_lock lock(mutex);
-        done.wait(lock, [&] { return outstanding < window; });
-        ++outstanding;
-      }
-      auto flight = std::make_unique<Flight>();
-      flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
-      info.bytes_sent += int64_t(flight->request.ByteSizeLong());
-      if (request.options.deadline)
-        flight->context.set_deadline(std::chrono::system_clock::now() + *request.options.deadline);
-      if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
-      Flight* f = flight.get();
-      flights[k] = std::move(flight);
-      stub.async()->ModelInfer(&f->context, &f->request, &f->response, [&, f](grpc::Status status) {
-        inference::ModelInferRequest().Swap(&f->request);  // free it
-        std::lock_guard lock(mutex);
-        f->status = std::move(status);
-        --outstanding;
-        done.notify_all();
-      });
-    }
-    {
+    auto wait_for = [&](int at_most) {
       std::unique_lock lock(mutex);
-      done.wait(lock, [&] { return outstanding == 0; });
+      done.wait(lock, [&] { return outstanding <= at_most; });
+    };
+    try {
+      for (size_t k = 0; k < todo.size(); ++k) {
+        wait_for(window - 1);  // bounds the request memory alive at once
+        auto flight = std::make_unique<Flight>();
+        flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
+        info.bytes_sent += int64_t(flight->request.ByteSizeLong());
+        if (request.options.deadline)
+          flight->context.set_deadline(std::chrono::system_clock::now() +
+                                       *request.options.deadline);
+        if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+        Flight* f = flight.get();
+        flights[k] = std::move(flight);
+        {
+          std::lock_guard lock(mutex);
+          ++outstanding;
+        }
+        stub.async()->ModelInfer(&f->context, &f->request, &f->response,
+                                 [&, f](grpc::Status status) {
+                                   inference::ModelInferRequest().Swap(&f->request);  // free it
+                                   std::lock_guard lock(mutex);
+                                   f->status = std::move(status);
+                                   --outstanding;
+                                   done.notify_all();
+                                 });
+      }
+    } catch (...) {
+      wait_for(0);  // the callbacks use this frame
+      throw;
     }
+    wait_for(0);
     std::vector<size_t> again;
     for (size_t k = 0; k < todo.size(); ++k) {
       const Flight& f = *flights[k];
