@@ -265,6 +265,19 @@ TEST_F(ClientTest, ThreadsShareOneConnection) {
   EXPECT_EQ(same, 12);
 }
 
+TEST_F(ClientTest, GzipCompressedRequestsGiveTheSameOutputs) {
+  const Plane plane = make_plane(100, 150, 90, 41);
+  auto plain = remote("michel_from_image");
+  client::ConnectionOptions gzip;
+  gzip.gzip = true;
+  RemoteOptions options;
+  options.model = "michel_from_image";
+  auto compressed = RemoteClient::create(url_, options, gzip);
+  set_plane(*plain, plane, 0);
+  set_plane(*compressed, plane, 0);
+  EXPECT_EQ(all_bytes(compressed->run(), kImageOutputs), all_bytes(plain->run(), kImageOutputs));
+}
+
 TEST_F(ClientTest, ServerGoneMidRunIsRetriedThenReplacedByTheFallback) {
   std::vector<Plane> planes;
   for (int i = 0; i < 6; ++i) planes.push_back(make_plane(70, 90, 60 + i, 200 + i));
