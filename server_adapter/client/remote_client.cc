@@ -174,6 +174,17 @@ std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnect
     const auto status = stub.ModelMetadata(&context, meta_request, &meta);
     if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
   }
+  {
+    inference::ModelReadyRequest ready_request;
+    ready_request.set_name(options.model);
+    ready_request.set_version(options.version);
+    inference::ModelReadyResponse ready;
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    const auto status = stub.ModelReady(&context, ready_request, &ready);
+    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
+    if (!ready.ready()) throw Error(ErrorCode::kUnavailable, where + " is not ready");
+  }
   inference::ModelConfigRequest config_request;
   config_request.set_name(options.model);
   config_request.set_version(options.version);
