@@ -110,6 +110,22 @@ models::TensorSpec spec_of(const inference::ModelMetadataResponse::TensorMetadat
   return {t.name(), *dtype, {t.shape().begin(), t.shape().end()}};
 }
 
+// One RPC about the model (name + version) within `deadline`; an error status throws with it.
+template <class Request, class Response, class Method>
+Response model_rpc(inference::GRPCInferenceService::Stub& stub, Method method,
+                   const RemoteOptions& options, std::chrono::system_clock::time_point deadline,
+                   const std::string& where) {
+  Request request;
+  request.set_name(options.model);
+  request.set_version(options.version);
+  Response response;
+  grpc::ClientContext context;
+  context.set_deadline(deadline);
+  const grpc::Status status = (stub.*method)(&context, request, &response);
+  if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
+  return response;
+}
+
 }  // namespace
 
 std::shared_ptr<RemoteConnection> RemoteConnection::connect(const std::string& url,
@@ -164,37 +180,14 @@ std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnect
                                                " ms" +
                                                (status.ok() ? "" : ": " + status_text(status)));
   }
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name(options.model);
-  meta_request.set_version(options.version);
-  inference::ModelMetadataResponse meta;
-  {
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    const auto status = stub.ModelMetadata(&context, meta_request, &meta);
-    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
-  }
-  {
-    inference::ModelReadyRequest ready_request;
-    ready_request.set_name(options.model);
-    ready_request.set_version(options.version);
-    inference::ModelReadyResponse ready;
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    const auto status = stub.ModelReady(&context, ready_request, &ready);
-    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
-    if (!ready.ready()) throw Error(ErrorCode::kUnavailable, where + " is not ready");
-  }
-  inference::ModelConfigRequest config_request;
-  config_request.set_name(options.model);
-  config_request.set_version(options.version);
-  inference::ModelConfigResponse config;
-  {
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    const auto status = stub.ModelConfig(&context, config_request, &config);
-    if (!status.ok()) throw Error(code_of(status.error_code()), where + ": " + status_text(status));
-  }
+  using Stub = inference::GRPCInferenceService::Stub;
+  const auto meta = model_rpc<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      stub, &Stub::ModelMetadata, options, deadline, where);  // unknown model: NOT_FOUND here
+  const auto ready = model_rpc<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+      stub, &Stub::ModelReady, options, deadline, where);
+  if (!ready.ready()) throw Error(ErrorCode::kUnavailable, where + " is not ready");
+  const auto config = model_rpc<inference::ModelConfigRequest, inference::ModelConfigResponse>(
+      stub, &Stub::ModelConfig, options, deadline, where);
   models::ModelSignature signature;
   signature.max_batch = config.config().max_batch_size();
   for (const auto& t : meta.inputs()) signature.inputs.push_back(spec_of(t, where));
@@ -232,16 +225,12 @@ std::string RemoteClient::describe() const {
 }
 
 ServerStatistics RemoteClient::statistics() const {
-  inference::ModelStatisticsRequest request;
-  request.set_name(options_.model);
-  request.set_version(options_.version);
-  inference::ModelStatisticsResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + options_.ready_timeout);
-  const auto status = connection_->impl().stub->ModelStatistics(&context, request, &response);
-  if (!status.ok())
-    throw Error(code_of(status.error_code()),
-                "statistics of model '" + options_.model + "': " + status_text(status));
+  using Stub = inference::GRPCInferenceService::Stub;
+  const auto response =
+      model_rpc<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
+          *connection_->impl().stub, &Stub::ModelStatistics, options_,
+          std::chrono::system_clock::now() + options_.ready_timeout,
+          "statistics of model '" + options_.model + "'");
   ServerStatistics s;
   for (const auto& m : response.model_stats()) {
     s.inference_count += m.inference_count();

@@ -16,18 +16,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "server"))
-from server_fixture import KaasServer  # noqa: E402
+from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
 
 SMALL = ["--wires", "240", "--ticks", "1500", "--tracks", "8", "--showers", "2"]
-failures = []
-
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what, flush=True)
-    if not condition:
-        failures.append(what)
-
-
 def event_outputs(text):
     """{(event, send): fingerprint} from kaas-reco's event lines."""
     found = {}
@@ -50,8 +41,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kaas-reco-test-") as tmp:
         args.repository_dir = pathlib.Path(tmp) / "models"
-        subprocess.run([args.make_repository, "--repository", str(args.repository_dir)], check=True,
-                       stdout=subprocess.DEVNULL)
+        write_repository(args.make_repository, args.repository_dir)
         server = KaasServer(args.server, args.repository_dir)
         try:
             url = ["--server", server.grpc_url]

@@ -1,4 +1,5 @@
-"""Starts kaas-server on free loopback ports for a test and stops it (SIGTERM) afterwards."""
+"""What the server test scripts share: kaas-server started on free loopback ports and stopped
+(SIGTERM) afterwards, the default repository written for it, and the check/failure tally."""
 import os
 import pathlib
 import re
@@ -6,6 +7,21 @@ import signal
 import subprocess
 import tempfile
 import time
+
+failures = []
+
+
+def check(condition, what):
+    """Prints one ok/FAIL line and remembers the failures for the exit status."""
+    print(("ok    " if condition else "FAIL  ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def write_repository(make_repository_bin, directory):
+    """The default model repository (kaas-make-repository) in `directory`."""
+    subprocess.run([make_repository_bin, "--repository", str(directory)], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 class KaasServer:

@@ -23,19 +23,10 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer  # noqa: E402
+from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
-failures = []
-
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-
-
 def in_process(infer_bin, model, patches, tmp):
     """kaas-infer on the same model file, planned for the same max batch as the server."""
     np.save(tmp / "in.npy", patches)
@@ -89,7 +80,7 @@ def main():
     args = parser.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-server-test-"))
     repo = tmp / "repo"
-    subprocess.run([args.make_repository, "--repository", str(repo)], check=True, stdout=subprocess.DEVNULL)
+    write_repository(args.make_repository, repo)
     server = KaasServer(args.server, repo)
     try:
         run(server, repo, tmp, args)

@@ -22,16 +22,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer  # noqa: E402
-
-failures = []
-
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-
+from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
 
 def knn_reference(points, splits, k):
     idx = np.full((len(points), k), -1, np.int32)
@@ -166,7 +157,7 @@ def main():
     args = parser.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-protocol-"))
     repo = tmp / "repo"
-    subprocess.run([args.make_repository, "--repository", str(repo)], check=True, stdout=subprocess.DEVNULL)
+    write_repository(args.make_repository, repo)
     server = KaasServer(args.server, repo)
     try:
         health_and_reflection(server)
