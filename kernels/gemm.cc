@@ -52,12 +52,21 @@ bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
   return y_ok && blas_operand(a).ok && blas_operand(b).ok;
 }
 
+bool cpu_fast_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
+                   View2<float> y, int64_t lanes) {
+  const BackendId id = queue.backend_id();
+  return (id == BackendId::kSerial || id == BackendId::kOpenmp) && op_a.stride[1] == 1 &&
+         op_b.stride[1] == 1 && y.stride[1] == 1 && y.extent[1] % lanes == 0;
+}
+
 bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
                  View2<float> y) {
-  const BackendId id = queue.backend_id();
-  return (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
-         gemm_cpu_fast_avx512_isa_available() && op_a.stride[1] == 1 && op_b.stride[1] == 1 &&
-         y.stride[1] == 1 && y.extent[1] % 16 == 0;
+  return gemm_cpu_fast_avx512_isa_available() && cpu_fast_fits(queue, op_a, op_b, y, 16);
+}
+
+bool avx2_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
+               View2<float> y) {
+  return gemm_cpu_fast_avx2_isa_available() && cpu_fast_fits(queue, op_a, op_b, y, 8);
 }
 
 }  // namespace
@@ -65,6 +74,12 @@ bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float>
 bool gemm_cpu_fast_avx512_isa_available() {
   static const bool available =
       cpu_fast::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
+  return available;
+}
+
+bool gemm_cpu_fast_avx2_isa_available() {
+  static const bool available =
+      cpu_fast::gemm_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
   return available;
 }
 
@@ -80,6 +95,8 @@ GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const 
   // Measured (bench/results): the AVX-512 kernel beats Debian's OpenBLAS (AVX2 kernels) and
   // OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
   if (avx512_fits(queue, op_a, op_b, y)) return GemmImpl::kCpuFastAvx512;
+  if (params.rows_independent)
+    return avx2_fits(queue, op_a, op_b, y) ? GemmImpl::kCpuFastAvx2 : GemmImpl::kPortable;
   return blas::has_sgemm(queue) && vendor_fits(op_a, op_b, y) ? GemmImpl::kVendor
                                                               : GemmImpl::kPortable;
 }
@@ -120,16 +137,22 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
     c_broadcast = View2<const float>{};
   }
   require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
-              params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kCpuFastAvx512,
-          where, "impl", "kAuto, kPortable, kVendor or kCpuFastAvx512",
+              params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kCpuFastAvx512 ||
+              params.impl == GemmImpl::kCpuFastAvx2,
+          where, "impl", "kAuto, kPortable, kVendor, kCpuFastAvx512 or kCpuFastAvx2",
           std::to_string(static_cast<int>(params.impl)));
   if (y.size() == 0) return;
 
   const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
-  if (impl == GemmImpl::kCpuFastAvx512) {
-    require(avx512_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx512",
-            "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0",
-            std::string(queue.backend().name()) + ", N = " + std::to_string(n));
+  if (impl == GemmImpl::kCpuFastAvx512 || impl == GemmImpl::kCpuFastAvx2) {
+    if (impl == GemmImpl::kCpuFastAvx512)
+      require(avx512_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx512",
+              "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0",
+              std::string(queue.backend().name()) + ", N = " + std::to_string(n));
+    else
+      require(avx2_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx2",
+              "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
+              std::string(queue.backend().name()) + ", N = " + std::to_string(n));
     // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
     // Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
     const bool c_is_y = c_broadcast.data == y.data && c_broadcast.stride[0] == y.stride[0] &&
@@ -147,7 +170,10 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
                                     params.alpha,
                                     params.epilogue,
                                     queue.backend_id() == BackendId::kOpenmp};
-    cpu_fast::gemm_avx512(args);
+    if (impl == GemmImpl::kCpuFastAvx512)
+      cpu_fast::gemm_avx512(args);
+    else
+      cpu_fast::gemm_avx2(args);
     return;
   }
   if (impl == GemmImpl::kVendor) {

@@ -17,9 +17,11 @@ namespace kaas {
 
 enum class GemmImpl {
   kAuto,           // the first that applies: kCpuFastAvx512, kVendor, kPortable
+                   // (with rows_independent: kCpuFastAvx512, kCpuFastAvx2, kPortable)
   kPortable,       // the single-source tiled kernel
   kVendor,         // vendor BLAS or an kUnimplemented error
   kCpuFastAvx512,  // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
+  kCpuFastAvx2,    // serial/openmp on an AVX2 + FMA CPU, row-major A, B and Y, N % 8 == 0
 };
 
 struct GemmParams {
@@ -29,6 +31,10 @@ struct GemmParams {
   float beta = 1.0f;
   Epilogue epilogue;  // applied last
   GemmImpl impl = GemmImpl::kAuto;
+  // kAuto only picks implementations whose row results do not depend on M or on the other rows
+  // (not vendor BLAS, which rounds differently for different M): for model plans whose outputs
+  // must not depend on batch composition.
+  bool rows_independent = false;
 };
 
 // y[M,N] = act(alpha * op(a) . op(b) + beta * c). c broadcasts ONNX-style: extents [M,N], [1,N],
@@ -51,6 +57,7 @@ GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const 
 const char* gemm_vendor_name(const Queue& queue);
 // Whether this CPU has what kCpuFastAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
 bool gemm_cpu_fast_avx512_isa_available();
+bool gemm_cpu_fast_avx2_isa_available();
 
 // Launchers: the tiled kernel, and the element-wise passes around a vendor call.
 KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,

@@ -188,6 +188,7 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
       GemmParams gp;
       gp.beta = 1.0f;
       gp.trans_b = dense1.gemm.trans_b;
+      gp.rows_independent = true;  // a patch's scores must not depend on its batch
       gp.epilogue = h0 + rows == y[1] ? dense1.gemm.epilogue : Epilogue{};
       const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
       gemm(queue, make_view<2>(static_cast<const float*>(buffers.slab), {nt, rows * row_values}),

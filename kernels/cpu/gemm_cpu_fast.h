@@ -25,5 +25,8 @@ struct GemmRowMajorArgs {
 
 bool gemm_avx512_compiled();
 void gemm_avx512(const GemmRowMajorArgs& args);
+// The same tiles on AVX2 + FMA (n % 8 == 0), gemm_cpu_fast_avx2.cc.
+bool gemm_avx2_compiled();
+void gemm_avx2(const GemmRowMajorArgs& args);
 
 }  // namespace kaas::cpu_fast

@@ -113,10 +113,18 @@ std::vector<GemmImpl> impls_for(const Queue& queue) {
   std::vector<GemmImpl> impls = {GemmImpl::kPortable};
   if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
   const BackendId id = queue.backend_id();
-  if ((id == BackendId::kSerial || id == BackendId::kOpenmp) &&
-      gemm_cpu_fast_avx512_isa_available())
-    impls.push_back(GemmImpl::kCpuFastAvx512);
+  const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
+  if (cpu && gemm_cpu_fast_avx512_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx512);
+  if (cpu && gemm_cpu_fast_avx2_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx2);
   return impls;
+}
+
+bool is_cpu_fast(GemmImpl impl) {
+  return impl == GemmImpl::kCpuFastAvx512 || impl == GemmImpl::kCpuFastAvx2;
+}
+
+int64_t cpu_fast_lanes(GemmImpl impl) {
+  return impl == GemmImpl::kCpuFastAvx512 ? 16 : 8;
 }
 
 TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
@@ -145,7 +153,7 @@ TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
                      counter % 3 == 0 ? -0.5f : 1.0f,
                      counter % 2 == 0 ? 2.0f : 1.0f};
         for (GemmImpl impl : impls_for(queue)) {
-          if (impl == GemmImpl::kCpuFastAvx512 && (c.trans_a || c.trans_b || c.n % 16 != 0))
+          if (is_cpu_fast(impl) && (c.trans_a || c.trans_b || c.n % cpu_fast_lanes(impl) != 0))
             continue;  // not applicable: tested to refuse below
           check_case(queue, c, impl, impl == GemmImpl::kPortable ? group_sizes[counter % 3] : 0,
                      false);
@@ -160,18 +168,44 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
   for (GemmImpl impl : impls_for(queue)) {
     check_case(queue, {70, 300, 48, false, false, CKind::kRow, {Activation::kRelu, 0}, 1.0f, 1.0f},
                impl, impl == GemmImpl::kPortable ? 128 : 0, true);
-    if (impl == GemmImpl::kCpuFastAvx512) {
-      // Transposed operands do not fit the AVX-512 path: a clear error, never a wrong result.
+    if (is_cpu_fast(impl)) {
+      // Transposed operands do not fit the CPU fast paths: a clear error, never a wrong result.
+      const std::string name = impl == GemmImpl::kCpuFastAvx512 ? "kCpuFastAvx512" : "kCpuFastAvx2";
       try {
         check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl, 0, true);
-        ADD_FAILURE() << "kCpuFastAvx512 accepted transposed operands";
+        ADD_FAILURE() << name << " accepted transposed operands";
       } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("kCpuFastAvx512"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
       }
       continue;
     }
     check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl,
                impl == GemmImpl::kPortable ? 32 : 0, true);
+  }
+}
+
+TEST_P(GemmTest, RowsIndependentGivesEachRowTheSameBitsWhateverM) {
+  // What the fused model plans rely on: a row's result does not depend on M or on its position.
+  Queue queue(*GetParam());
+  const int64_t m = 37, k = 700, n = 128;
+  const auto a = random_floats(m * k, 11), b = random_floats(k * n, 12);
+  GuardedArray<float> da(queue, a), db(queue, b), dy(queue, m * n), d1(queue, n);
+  GemmParams params;
+  params.rows_independent = true;
+  params.epilogue = {Activation::kRelu, 0};
+  const auto bv = make_view<2>(static_cast<const float*>(db.view().data), {k, n});
+  const auto all = make_view<2>(dy.view().data, {m, n});
+  EXPECT_NE(gemm_chosen_impl(queue, make_view<2>(static_cast<const float*>(da.view().data), {m, k}),
+                             bv, all, params),
+            GemmImpl::kVendor);
+  gemm(queue, make_view<2>(static_cast<const float*>(da.view().data), {m, k}), bv, {}, all, params);
+  const auto together = dy.read();
+  for (int64_t row : {int64_t(0), int64_t(5), m - 1}) {
+    gemm(queue, make_view<2>(static_cast<const float*>(da.view().data) + row * k, {1, k}), bv, {},
+         make_view<2>(d1.view().data, {1, n}), params);
+    const auto alone = d1.read();
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(alone[j], together[row * n + j]) << "row " << row << " column " << j;
   }
 }
 

@@ -1,0 +1,108 @@
+#pragma once
+// The register-blocked GEMM of the CPU fast paths, written once over a SIMD vector type `V`
+// (gemm_cpu_fast_avx512.cc: 16 floats, gemm_cpu_fast_avx2.cc: 8 floats). Include only from a
+// translation unit compiled for V's instruction set.
+//
+// Tiles of kRows rows x V::kTileVectors vectors; K is walked in blocks of kDepth so a block of B
+// stays in cache while every row block of the thread passes over it. Every element of y is
+// accumulated over K in the same order whatever M is and wherever its row sits, so a row's
+// result does not depend on the other rows of the call (a patch's scores do not depend on how
+// it was batched).
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/gemm_cpu_fast.h"
+
+namespace kaas::cpu_fast::tiled {
+
+constexpr int64_t kRows = 6, kDepth = 256;
+
+// y[MR, NV vectors] += alpha * a[MR, kc] . b[kc, NV vectors]; the activation after the last K
+// block.
+template <class V, int MR, int NV>
+void tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy,
+          int64_t kc, float alpha, bool last, const Epilogue& e) {
+  typename V::Reg acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
+  for (int64_t k = 0; k < kc; ++k) {
+    typename V::Reg bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = V::load(b + k * ldb + V::kLanes * v);
+    for (int r = 0; r < MR; ++r) {
+      const auto av = V::broadcast(a[r * lda + k]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = V::fmadd(av, bv[v], acc[r][v]);
+    }
+  }
+  const auto scale = V::broadcast(alpha);
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      float* p = y + r * ldy + V::kLanes * v;
+      auto out = V::fmadd(scale, acc[r][v], V::load(p));
+      if (last) out = V::activate(out, e);
+      V::store(p, out);
+    }
+  }
+}
+
+template <class V, int NV>
+void tile_rows(int mr, const float* a, int64_t lda, const float* b, int64_t ldb, float* y,
+               int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e) {
+  static_assert(kRows == 6, "tile_rows instantiates row counts 1..6");
+  switch (mr) {
+    case 1:
+      return tile<V, 1, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    case 2:
+      return tile<V, 2, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    case 3:
+      return tile<V, 3, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    case 4:
+      return tile<V, 4, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    case 5:
+      return tile<V, 5, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    default:
+      return tile<V, 6, NV>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+  }
+}
+
+// A tile of `vecs` (1..V::kTileVectors) vectors.
+template <class V, int NV = V::kTileVectors>
+void tile_vectors(int vecs, int mr, const float* a, int64_t lda, const float* b, int64_t ldb,
+                  float* y, int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e) {
+  if constexpr (NV > 1) {
+    if (vecs < NV)
+      return tile_vectors<V, NV - 1>(vecs, mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+  }
+  tile_rows<V, NV>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+}
+
+template <class V>
+void gemm(const GemmRowMajorArgs& g) {
+  constexpr int64_t cols = V::kLanes * V::kTileVectors;
+  const int64_t row_blocks = (g.m + kRows - 1) / kRows;
+  const int64_t panels = (g.n + cols - 1) / cols;
+  const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
+  // Inside an active parallel region the call stays on the calling thread (as launch()).
+  const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
+    for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += kDepth) {
+      const int64_t kc = std::min(kDepth, g.k - k0);
+      const bool last = k0 + kDepth >= g.k;
+      for (int64_t tile_index = first; tile_index < end; ++tile_index) {
+        const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
+        const int64_t r0 = block * kRows, c0 = panel * cols;
+        const int mr = int(std::min(kRows, g.m - r0));
+        const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
+        tile_vectors<V>(vecs, mr, g.a + r0 * g.lda + k0, g.lda, g.b + k0 * g.ldb + c0, g.ldb,
+                        g.y + r0 * g.ldy + c0, g.ldy, kc, g.alpha, last, g.epilogue);
+      }
+      if (g.k == 0) break;
+    }
+  }
+}
+
+}  // namespace kaas::cpu_fast::tiled
