@@ -46,6 +46,10 @@ class Backend {
   virtual LaunchLimits launch_limits(int device) const = 0;
   // How many groups keep the device busy; launchers cap grid-stride loops with it.
   virtual int64_t resident_groups(int device) const = 0;
+  // How many CPU threads kernels launched from the calling thread may use (OpenMP's per-thread
+  // setting); a no-op for backends that do not run on the caller's threads. For hosts that own
+  // their threads (the Triton backend); a library caller sets OpenMP itself.
+  virtual void set_caller_threads(int /*threads*/) const {}
 
   virtual void* create_stream(int device) const = 0;
   virtual void destroy_stream(void* stream) const = 0;

@@ -12,7 +12,7 @@ namespace {
 class KnnModel final : public Model {
  public:
   KnnModel(const Backend& backend, const KnnModelOptions& options)
-      : name_(options.name), options_(options), queue_(backend) {
+      : name_(options.name), options_(options), queue_(backend, options.device) {
     require(options.k >= 1 && options.k <= kKnnMaxK, "knn model '" + name_ + "'", "k",
             "1.." + std::to_string(kKnnMaxK), std::to_string(options.k));
     require(options.dims == -1 || (options.dims >= 1 && options.dims <= kKnnMaxDims),

@@ -21,6 +21,7 @@ struct KnnModelOptions {
   int k = 16;
   int64_t dims = -1;  // -1: any D in 1..16 per request
   KnnMethod method = KnnMethod::kAuto;
+  int device = 0;  // the backend's device (GPU index)
 };
 
 std::unique_ptr<Model> make_knn_model(const Backend& backend, const KnnModelOptions& options = {});

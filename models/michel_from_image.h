@@ -29,6 +29,7 @@ struct MichelFromImageOptions {
   std::string name = "michel_from_image";
   int64_t hits_per_chunk = 1024;  // patches per CNN execution (its max batch)
   PatchParams patch;              // must match the CNN's input (48 x 48 by default)
+  int device = 0;                 // the backend's device (GPU index)
 };
 
 // `cnn`: an EmTrkMichelId-like ONNX model, input [-1, pw, pb, 1] or [-1, 1, pw, pb], outputs

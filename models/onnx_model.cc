@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "backends/buffer.h"
 #include "backends/error.h"
@@ -52,7 +53,10 @@ View2<const float> gemm_c_view(const float* data, const Shape& c, int64_t n) {
 class OnnxModel final : public OnnxDeviceModel {
  public:
   OnnxModel(const onnx::ModelProto& proto, const Backend& backend, const OnnxModelOptions& options)
-      : name_(options.name), graph_(onnx_import::parse(proto)), queue_(backend), options_(options) {
+      : name_(options.name),
+        graph_(onnx_import::parse(proto)),
+        queue_(backend, options.device),
+        options_(options) {
     onnx_import::simplify(graph_);
     if (!backend.available())
       throw Error(ErrorCode::kUnavailable,
@@ -355,6 +359,17 @@ std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& 
                                                         const Backend& backend,
                                                         const OnnxModelOptions& options) {
   return std::make_unique<OnnxModel>(model, backend, options);
+}
+
+bool onnx_model_is_batched(const onnx::ModelProto& model) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name()) || !input.type().tensor_type().has_shape()) continue;
+    const auto& dims = input.type().tensor_type().shape().dim();
+    if (!dims.empty() && !(dims[0].has_dim_value() && dims[0].dim_value() >= 0)) return true;
+  }
+  return false;
 }
 
 std::unique_ptr<Model> make_onnx_model(const onnx::ModelProto& model, const Backend& backend,

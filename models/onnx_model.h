@@ -36,6 +36,7 @@ struct OnnxModelOptions {
   FusedPlan fused = FusedPlan::kAuto;
   int64_t fused_batch_tile = 256;      // patches per conv slab pass
   int64_t fused_slab_bytes = 8 << 20;  // conv slab budget on CPU backends (stays in the L3)
+  int device = 0;                      // the backend's device (GPU index)
 };
 
 // An imported model with device-level access, for models that chain the network with other
@@ -58,6 +59,10 @@ std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& 
 // Parses a model file; throws kaas::Error kInvalidArgument naming the file for an unreadable,
 // truncated or malformed file.
 onnx::ModelProto read_onnx_file(const std::filesystem::path& path);
+
+// Whether the model has a batch dimension (some graph input with a dynamic first dimension, the
+// rule the importer applies), without importing it.
+bool onnx_model_is_batched(const onnx::ModelProto& model);
 
 std::unique_ptr<Model> make_onnx_model(const onnx::ModelProto& model, const Backend& backend,
                                        const OnnxModelOptions& options = {});

@@ -1,10 +1,13 @@
 #include "server_adapter/default_repository.h"
 
+#include <google/protobuf/text_format.h>
+
 #include <fstream>
 #include <string>
 
 #include "backends/error.h"
 #include "models/emtrk_model.h"
+#include "server_adapter/repository_entry.h"
 
 namespace kaas::server {
 
@@ -18,9 +21,26 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw Error(ErrorCode::kInternal, "cannot write " + path.string());
 }
 
+// The entry rewritten for Triton's kaas backend, with the I/O kaas completes it with.
+void write_triton_config(const fs::path& root, const std::string& name) {
+  auto loaded = repository::load_repository_model(root, name, find_backend("serial"), 1);
+  inference::ModelConfig& config = loaded.entry.config;
+  if (config.backend() != "kaas") {
+    config.clear_platform();
+    config.set_backend("kaas");
+    (*config.mutable_parameters())["kaas_model"].set_string_value(loaded.entry.kind);
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config, &text);
+  write_text(root / name / "config.pbtxt",
+             "# Triton with the kaas backend (libtriton_kaas.so); written by kaas-make-repository "
+             "--for triton\n" +
+                 text);
+}
+
 }  // namespace
 
-void write_default_repository(const fs::path& root, int max_batch_size) {
+void write_default_repository(const fs::path& root, int max_batch_size, RepositoryFlavor flavor) {
   models::write_emtrk_repository_entry(root, "emtrkmichelid", {}, max_batch_size);
   fs::create_directories(root / "michel_from_image" / "1");
   fs::copy_file(root / "emtrkmichelid" / "1" / "model.onnx",
@@ -41,6 +61,10 @@ void write_default_repository(const fs::path& root, int max_batch_size) {
              "parameters { key: \"k\" value { string_value: \"16\" } }\n"
              "parameters { key: \"method\" value { string_value: \"auto\" } }\n"
              "instance_group [ { count: 1 } ]\n");
+  if (flavor == RepositoryFlavor::kTriton) {
+    for (const char* name : {"emtrkmichelid", "michel_from_image", "knn"})
+      write_triton_config(root, name);
+  }
 }
 
 }  // namespace kaas::server

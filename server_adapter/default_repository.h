@@ -9,7 +9,15 @@
 
 namespace kaas::server {
 
+enum class RepositoryFlavor {
+  kKaasServer,  // as kaas-server reads it (emtrkmichelid on platform onnxruntime_onnx)
+  // For Triton with the kaas backend: every model on backend "kaas", its inputs and outputs
+  // written out (so it also loads with --disable-auto-complete-config).
+  kTriton,
+};
+
 // Throws kaas::Error on I/O failure.
-void write_default_repository(const std::filesystem::path& root, int max_batch_size = 1024);
+void write_default_repository(const std::filesystem::path& root, int max_batch_size = 1024,
+                              RepositoryFlavor flavor = RepositoryFlavor::kKaasServer);
 
 }  // namespace kaas::server

@@ -1,13 +1,8 @@
 #pragma once
-// The model repository in Triton's layout: <root>/<model>/config.pbtxt (protobuf text format,
-// inference.ModelConfig) and <root>/<model>/<version>/ (numeric). Served kinds:
-//  - ONNX models: platform "onnxruntime_onnx", backend "onnxruntime", or backend "kaas" with
-//    parameter kaas_model "onnx" (the default); <version>/model.onnx (or default_model_filename);
-//  - backend "kaas", kaas_model "knn": the built-in kNN model (parameters k, method);
-//  - backend "kaas", kaas_model "michel_from_image": patch extraction + the CNN in
-//    <version>/model.onnx (parameter hits_per_chunk).
-// The highest version directory is served. A model that fails to load stays in the index as
-// UNAVAILABLE with the reason; the others serve.
+// kaas-server's model repository in Triton's layout: each entry is read by the repository entry
+// reader (server_adapter/repository_entry.h: kinds, parameters, files, batching), built through
+// the model-kind registry and put behind a ModelScheduler. The highest version is served. A model
+// that fails to load stays in the index as UNAVAILABLE with the reason; the others serve.
 
 #include <filesystem>
 #include <map>
@@ -18,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "model_config.pb.h"
+#include "server_adapter/repository_entry.h"
 #include "server_adapter/scheduler.h"
 #include "server_adapter/stats.h"
 
@@ -37,22 +33,7 @@ struct ModelIndexEntry {
   std::string name, version, state, reason;
 };
 
-// Rejects names that could leave the repository or are not model directory names.
-void check_model_name(const std::string& name);
-
-// Parses <dir>/config.pbtxt; throws kInvalidArgument with the file, line and column.
-inference::ModelConfig read_model_config(const std::filesystem::path& model_dir);
-
-// One repository entry built on a backend: its highest version, its config checked against the
-// model and completed, and one model object per instance (instance_group counts, or
-// `instances_override` when > 0). The server schedules them; DirectClient runs one in process.
-struct LoadedModel {
-  inference::ModelConfig config;
-  int64_t version = 0;
-  std::vector<std::unique_ptr<models::Model>> instances;
-};
-LoadedModel load_repository_model(const std::filesystem::path& root, const std::string& name,
-                                  const Backend& backend, int instances_override = 0);
+using repository::check_model_name;
 
 class ModelRepository {
  public:

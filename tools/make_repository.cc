@@ -1,4 +1,5 @@
-// kaas-make-repository: writes the default kaas-server model repository:
+// kaas-make-repository: writes the default model repository (for kaas-server, or with --for
+// triton for tritonserver with the kaas backend):
 //   emtrkmichelid      the EmTrkMichelId patch CNN (ONNX, dynamic batching)
 //   michel_from_image  image + hits -> per-hit scores (the same CNN in 1/model.onnx)
 //   knn                the built-in kNN model (k = 16)
@@ -13,13 +14,22 @@ int main(int argc, char** argv) {
   CLI::App app{"kaas-make-repository: generate the default kaas-server model repository"};
   std::string repository;
   int max_batch_size = 1024;
+  std::string target = "kaas";
   app.add_option("--repository", repository, "directory to write")->required();
   app.add_option("--max-batch-size", max_batch_size, "EmTrkMichelId max_batch_size")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--for", target,
+                 "kaas: for kaas-server; triton: for tritonserver with the kaas backend "
+                 "(backend \"kaas\" everywhere, inputs and outputs written out)")
+      ->check(CLI::IsMember({"kaas", "triton"}));
   CLI11_PARSE(app, argc, argv);
   try {
-    kaas::server::write_default_repository(repository, max_batch_size);
-    std::printf("wrote %s: emtrkmichelid, michel_from_image, knn\n", repository.c_str());
+    kaas::server::write_default_repository(repository, max_batch_size,
+                                           target == "triton"
+                                               ? kaas::server::RepositoryFlavor::kTriton
+                                               : kaas::server::RepositoryFlavor::kKaasServer);
+    std::printf("wrote %s for %s: emtrkmichelid, michel_from_image, knn\n", repository.c_str(),
+                target.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kaas-make-repository: %s\n", e.what());
     return 1;

@@ -15,6 +15,9 @@ class OpenmpBackend final : public HostBackend {
   int64_t resident_groups(int) const override {
     return omp_in_parallel() ? 1 : omp_get_max_threads();
   }
+  void set_caller_threads(int threads) const override {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
 
  protected:
   std::string execution_details() const override {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "server_adapter/client/conversion.h"
-#include "server_adapter/model_repository.h"
+#include "server_adapter/repository_entry.h"
 
 namespace kaas::client {
 
@@ -37,11 +37,7 @@ std::unique_ptr<DirectClient> DirectClient::from_repository(const std::filesyste
                                                             const std::string& name,
                                                             const Backend& backend,
                                                             const DirectOptions& options) {
-  server::check_model_name(name);
-  if (!std::filesystem::exists(repository / name / "config.pbtxt"))
-    throw Error(ErrorCode::kNotFound,
-                "unknown model '" + name + "' in repository " + repository.string());
-  auto loaded = server::load_repository_model(repository, name, backend, 1);
+  auto loaded = repository::load_repository_model(repository, name, backend, 1);
   return std::make_unique<DirectClient>(std::move(loaded.instances.front()),
                                         std::string(backend.name()), options);
 }

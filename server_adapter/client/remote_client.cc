@@ -9,7 +9,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "server_adapter/client/conversion.h"
-#include "server_adapter/model_repository.h"
+#include "server_adapter/repository_entry.h"
 #include "server_adapter/tensor_codec.h"
 
 namespace kaas::client {
@@ -164,7 +164,7 @@ std::unique_ptr<RemoteClient> RemoteClient::create(const std::string& url,
 
 std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnection> connection,
                                                    const RemoteOptions& options) {
-  server::check_model_name(options.model);
+  repository::check_model_name(options.model);
   const std::string where = "model '" + options.model + "' at " + connection->url();
   auto& stub = *connection->impl().stub;
   const auto deadline = std::chrono::system_clock::now() + options.ready_timeout;

@@ -1,12 +1,17 @@
-"""What the server test scripts share: kaas-server started on free loopback ports and stopped
-(SIGTERM) afterwards, the default repository written for it, and the check/failure tally."""
+"""What the server test scripts share: kaas-server (or the real tritonserver with the kaas
+backend) started on free loopback ports and stopped (SIGTERM) afterwards, the default repository
+written for it, and the check/failure tally."""
+import importlib.util
 import os
 import pathlib
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 failures = []
 
@@ -18,9 +23,10 @@ def check(condition, what):
         failures.append(what)
 
 
-def write_repository(make_repository_bin, directory):
-    """The default model repository (kaas-make-repository) in `directory`."""
-    subprocess.run([make_repository_bin, "--repository", str(directory)], check=True,
+def write_repository(make_repository_bin, directory, target="kaas"):
+    """The default model repository (kaas-make-repository) in `directory`, for kaas-server or
+    (target "triton") for tritonserver with the kaas backend."""
+    subprocess.run([make_repository_bin, "--repository", str(directory), "--for", target], check=True,
                    stdout=subprocess.DEVNULL)
 
 
@@ -60,4 +66,74 @@ class KaasServer:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=timeout)
         os.unlink(self.log.name)
+        return self.process.returncode
+
+
+def free_ports(count):
+    """`count` distinct free TCP ports on 127.0.0.1 (bound once, then released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def tritonserver_binary():
+    """The tritonserver executable shipped by the nvidia-pytriton wheel in this Python."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("nvidia-pytriton is not installed in this Python (scripts/python_env.sh)")
+    return pathlib.Path(list(spec.submodule_search_locations)[0]) / "tritonserver" / "bin" / "tritonserver"
+
+
+class TritonServer:
+    """The real Triton server (PyPI nvidia-pytriton) with the kaas backend, on loopback only."""
+
+    def __init__(self, repository, backend_directory, extra_args=(), wait_ready=True):
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="tritonserver-", suffix=".log", delete=False)
+        self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
+        self.host = "127.0.0.1"
+        self.process = subprocess.Popen(
+            [str(tritonserver_binary()), f"--model-repository={repository}",
+             f"--backend-directory={backend_directory}",
+             "--http-address=127.0.0.1", f"--http-port={self.http_port}",
+             "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}",
+             "--metrics-address=127.0.0.1", f"--metrics-port={self.metrics_port}",
+             "--allow-gpu-metrics=false", "--pinned-memory-pool-byte-size=0", *extra_args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 180
+        path = "/v2/health/ready" if wait_ready else "/v2/health/live"
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://{self.http_url}{path}", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tritonserver exited with {self.process.returncode}:\n{self.output()}")
+            time.sleep(0.2)
+        raise RuntimeError("tritonserver did not start within 180 s:\n" + self.output())
+
+    @property
+    def http_url(self):
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self):
+        return f"{self.host}:{self.grpc_port}"
+
+    def output(self):
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def stop(self, timeout=90):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         return self.process.returncode
