@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""kaas-server against the real Triton server with the kaas backend (libtriton_kaas.so), same
+model file (the default repository's EmTrkMichelId, written for each server by
+kaas-make-repository), same clients (kaas-loadgen, C++ gRPC), one run, plus in-process kaas
+(kaas-infer) as the ceiling.
+
+Points: batch 1, 16 and 256 with one client, and 64 concurrent batch-1 clients (both servers'
+dynamic batchers: preferred batch 256, 500 us queue delay). Reported per point: patches/s,
+p50/p99 latency and the server process's CPU time (utime + stime from /proc, over the run) per
+request.
+
+Usage: triton_vs_kaas.py --server BIN --make-repository BIN --infer BIN --loadgen BIN
+                         --backend-dir DIR [--duration S] [--threads N] [--out results.json]
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "server"))
+from server_fixture import KaasServer, TritonServer  # noqa: E402
+
+POINTS = [(1, 1), (16, 1), (256, 1), (1, 64)]  # (patches per request, concurrent clients)
+
+
+def cpu_seconds(pid):
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def in_process(infer_bin, model_file, batch, tmp):
+    x = np.random.default_rng(3).uniform(-5, 15, size=(batch, 48, 48, 1)).astype(np.float32)
+    np.save(tmp / "x.npy", x)
+    repeat = max(5, min(300, 3000 // batch))
+    out = subprocess.run([infer_bin, "--model", str(model_file), "--backend", "openmp", "--input",
+                          f"main_input={tmp / 'x.npy'}", "--batch", "1024", "--repeat", str(repeat)],
+                         check=True, capture_output=True, text=True).stdout
+    median_ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+    return {"server": "in-process kaas", "batch": batch, "clients": 1,
+            "patches_per_s": batch / (median_ms / 1e3), "p50_ms": median_ms}
+
+
+STAGES = ("success", "queue", "compute_input", "compute_infer", "compute_output")
+
+
+def stage_totals(client):
+    """Cumulative (count, ns) of the model's statistics stages, as the server reports them."""
+    stats = client.get_inference_statistics("emtrkmichelid").model_stats[0]
+    totals = {s: (getattr(stats.inference_stats, s).count, getattr(stats.inference_stats, s).ns) for s in STAGES}
+    totals["executions"] = (stats.execution_count, 0)
+    return totals
+
+
+def measure(name, pid, url, loadgen, duration):
+    import tritonclient.grpc as grpcclient
+
+    stats_client = grpcclient.InferenceServerClient(url)
+    rows = []
+    for batch, clients in POINTS:
+        before = stage_totals(stats_client)
+        cpu0 = cpu_seconds(pid)
+        out = subprocess.run([loadgen, "--url", url, "--model", "emtrkmichelid", "--batch", str(batch),
+                              "--clients", str(clients), "--seconds", str(duration)],
+                             check=True, capture_output=True, text=True).stdout
+        cpu1 = cpu_seconds(pid)
+        after = stage_totals(stats_client)
+        r = json.loads(out)
+        r.update({"server": name, "batch": batch, "clients": clients,
+                  "server_cpu_ms_per_request": (cpu1 - cpu0) * 1e3 / max(r["requests"], 1)})
+        # Where a request's time goes inside the server (its own statistics, mean per request).
+        requests = max(after["success"][0] - before["success"][0], 1)
+        for stage in STAGES:
+            r[f"{stage}_ms"] = (after[stage][1] - before[stage][1]) / requests / 1e6
+        r["executions"] = after["executions"][0] - before["executions"][0]
+        print(json.dumps(r), flush=True)
+        rows.append(r)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    parser.add_argument("--infer", required=True)
+    parser.add_argument("--loadgen", required=True)
+    parser.add_argument("--backend-dir", required=True)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-triton-bench-"))
+    for target in ("kaas", "triton"):
+        subprocess.run([args.make_repository, "--repository", str(tmp / target), "--for", target],
+                       check=True, stdout=subprocess.DEVNULL)
+    model_file = tmp / "kaas" / "emtrkmichelid" / "1" / "model.onnx"
+    same_file = model_file.read_bytes() == (tmp / "triton" / "emtrkmichelid" / "1" / "model.onnx").read_bytes()
+    rows = [in_process(args.infer, model_file, b, tmp) for b in (1, 16, 256)]
+    for r in rows:
+        print(json.dumps(r), flush=True)
+    kaas = KaasServer(args.server, tmp / "kaas")
+    try:
+        rows += measure("kaas-server", kaas.process.pid, kaas.grpc_url, args.loadgen, args.duration)
+    finally:
+        kaas.stop()
+    triton = TritonServer(tmp / "triton", args.backend_dir, [f"--backend-config=kaas,threads={args.threads}"])
+    try:
+        rows += measure("triton+kaas", triton.process.pid, triton.grpc_url, args.loadgen, args.duration)
+    finally:
+        triton.stop()
+    result = {"model_file_identical": same_file, "duration_s": args.duration, "threads": args.threads,
+              "rows": rows}
+    if args.out:
+        pathlib.Path(args.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
