@@ -117,6 +117,37 @@ def main():
               "rows": rows}
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(result, indent=1))
+        pathlib.Path(args.out).with_suffix(".md").write_text(markdown(result, " ".join(sys.argv)))
+
+
+def markdown(result, command):
+    """The comparison table: each server point beside the other server and in-process kaas."""
+    rows = result["rows"]
+    ceiling = {r["batch"]: r["patches_per_s"] for r in rows if r["server"] == "in-process kaas"}
+    served = {(r["server"], r["batch"], r["clients"]): r for r in rows if "clients" in r and r["server"] != "in-process kaas"}
+    lines = [f"Command: `{command}`", "",
+             f"One run, {result['duration_s']} s per point, kaas-loadgen (C++ gRPC) clients, the same model file "
+             f"for both servers ({'identical bytes' if result['model_file_identical'] else 'FILES DIFFER'}), "
+             f"OpenMP threads {result['threads']}; server CPU = utime + stime of the server process over the "
+             "point / requests; stages = the server's own statistics, mean ms per request.", "",
+             "| batch x clients | server | patches/s | p50 ms | p99 ms | server CPU ms/request | executions | "
+             "queue / infer / input+output ms | vs in-process | kaas-server / Triton |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for batch, clients in POINTS:
+        for name in ("kaas-server", "triton+kaas"):
+            r = served.get((name, batch, clients))
+            if not r:
+                continue
+            other = served.get(("triton+kaas", batch, clients))
+            ratio = f"{r['patches_per_s'] / other['patches_per_s']:.2f}" if name == "kaas-server" and other else ""
+            vs = f"{r['patches_per_s'] / ceiling[batch]:.2f}" if clients == 1 and batch in ceiling else ""
+            lines.append(f"| {batch} x {clients} | {name} | {r['patches_per_s']:,.0f} | {r['p50_ms']:.2f} | "
+                         f"{r['p99_ms']:.2f} | {r['server_cpu_ms_per_request']:.2f} | {r['executions']} | "
+                         f"{r['queue_ms']:.2f} / {r['compute_infer_ms']:.2f} / "
+                         f"{r['compute_input_ms'] + r['compute_output_ms']:.2f} | {vs} | {ratio} |")
+    lines += ["", "In-process kaas (kaas-infer, openmp, median): " +
+              ", ".join(f"batch {b}: {p:,.0f} patches/s" for b, p in sorted(ceiling.items())), ""]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
