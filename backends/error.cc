@@ -84,4 +84,21 @@ void require(bool ok, std::string_view where, std::string_view what, std::string
   throw Error(ErrorCode::kInvalidArgument, message.str());
 }
 
+std::string escape_for_message(std::string_view bytes, size_t limit) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < limit; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (bytes.size() > limit) out += "...";
+  return out;
+}
+
 }  // namespace kaas

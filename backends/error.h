@@ -33,6 +33,10 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
+// Outside bytes as error messages quote them: printable ASCII as is, everything else as \xNN,
+// at most `limit` bytes (then "..."), so a reply never carries raw user bytes.
+std::string escape_for_message(std::string_view bytes, size_t limit = 256);
+
 // "[2,48,48,1]": how error messages write a shape.
 std::string shape_string(std::span<const int64_t> shape);
 

@@ -16,9 +16,29 @@ namespace {
 
 using nlohmann::json;
 
+// Deeper JSON than any KServe request needs is refused before it is copied or walked (the
+// copies, walks and dumps of a JSON value recurse).
+constexpr int kMaxJsonDepth = 32;
+
+json parse_json(std::string_view text) {
+  return json::parse(text, [](int depth, json::parse_event_t event, json&) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
+      if (depth >= kMaxJsonDepth)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  });
+}
+
+// Invalid UTF-8 from a request (a name, a path) is replaced, never thrown on.
+std::string dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void reply_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(dump(body), "application/json");
 }
 
 void reply_error(httplib::Response& res, const std::exception& e) {
@@ -31,7 +51,8 @@ void guarded(httplib::Response& res, F&& f) {
   try {
     f();
   } catch (const json::exception& e) {
-    reply_json(res, 400, json{{"error", std::string("malformed JSON request: ") + e.what()}});
+    reply_json(res, 400,
+               json{{"error", "malformed JSON request: " + escape_for_message(e.what())}});
   } catch (const std::exception& e) {
     reply_error(res, e);
   }
@@ -98,7 +119,10 @@ HostTensor tensor_from_json(const json& in, std::string_view* binary, size_t* bi
   const DataType dtype = parse_datatype(datatype, name);
   const int64_t elements = checked_elements(shape, name);
   if (in.contains("parameters") && in["parameters"].contains("binary_data_size")) {
-    const auto size = in["parameters"]["binary_data_size"].get<int64_t>();
+    const json& size_value = in["parameters"]["binary_data_size"];
+    if (!size_value.is_number_integer())
+      bad_request("input '" + name + "': binary_data_size must be an integer");
+    const auto size = size_value.get<int64_t>();
     if (size < 0 || size_t(size) > binary->size() - *binary_used)
       bad_request("input '" + name + "': binary_data_size " + std::to_string(size) +
                   " exceeds the " + std::to_string(binary->size() - *binary_used) +
@@ -124,14 +148,24 @@ HostTensor tensor_from_json(const json& in, std::string_view* binary, size_t* bi
       case DataType::kFloat32:
         t.values<float>()[i] = v.get<float>();
         break;
-      case DataType::kInt32:
-        if (!v.is_number_integer())
-          bad_request("input '" + name + "': INT32 data must be integers");
+      case DataType::kInt32: {
+        const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX)
+                          : v.is_number_integer()
+                              ? v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX
+                              : false;
+        if (!fits)
+          bad_request("input '" + name + "': INT32 data must be integers in " +
+                      std::to_string(INT32_MIN) + ".." + std::to_string(INT32_MAX) + ", value " +
+                      std::to_string(i) + " is " + dump(v));
         t.values<int32_t>()[i] = v.get<int32_t>();
         break;
+      }
       case DataType::kInt64:
-        if (!v.is_number_integer())
-          bad_request("input '" + name + "': INT64 data must be integers");
+        if (!v.is_number_integer() ||
+            (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+          bad_request("input '" + name +
+                      "': INT64 data must be integers in the int64 range, value " +
+                      std::to_string(i) + " is " + dump(v));
         t.values<int64_t>()[i] = v.get<int64_t>();
         break;
       case DataType::kUint8:
@@ -197,13 +231,13 @@ struct HttpFrontend::Impl {
       char* end = nullptr;
       const unsigned long long parsed = std::strtoull(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || parsed > body.size())
-        bad_request("Inference-Header-Content-Length '" + value + "' is not a length within the " +
-                    std::to_string(body.size()) + "-byte body");
+        bad_request("Inference-Header-Content-Length '" + escape_for_message(value) +
+                    "' is not a length within the " + std::to_string(body.size()) + "-byte body");
       if (parsed == 0)
         bad_request("raw binary requests (Inference-Header-Content-Length: 0) are not supported");
       header_len = size_t(parsed);
     }
-    const json request = json::parse(body.substr(0, header_len));
+    const json request = parse_json(std::string_view(body).substr(0, header_len));
     if (!request.is_object()) bad_request("the request must be a JSON object");
     std::string_view binary = std::string_view(body).substr(header_len);
     size_t used = 0;
@@ -216,8 +250,11 @@ struct HttpFrontend::Impl {
       bad_request(std::to_string(binary.size() - used) +
                   " bytes of binary data are not claimed by any input");
     const json params = request.value("parameters", json::object());
-    if (params.contains("timeout"))
+    if (params.contains("timeout")) {
+      if (!params["timeout"].is_number_integer())
+        bad_request("parameter timeout must be an integer (microseconds)");
       infer_request.timeout = std::chrono::microseconds(params["timeout"].get<int64_t>());
+    }
     std::vector<std::string> requested;
     std::vector<bool> binary_out;
     const bool all_binary = flag(params, "binary_data_output");
@@ -250,7 +287,7 @@ struct HttpFrontend::Impl {
       outs.push_back(std::move(o));
     }
     response["outputs"] = std::move(outs);
-    const std::string header = response.dump();
+    const std::string header = dump(response);
     res.status = 200;
     if (blobs.empty()) {
       res.set_content(header, "application/json");
@@ -260,8 +297,36 @@ struct HttpFrontend::Impl {
     }
   }
 
+  void statistics(const httplib::Request& req, httplib::Response& res) {
+    guarded(res, [&] {
+      json all = json::array();
+      if (req.matches.size() > 1 && req.matches[1].length() > 0) {
+        all.push_back(statistics_json(*model_of(req)));
+      } else {
+        for (const auto& m : state.repository->ready_models()) all.push_back(statistics_json(*m));
+      }
+      reply_json(res, 200, json{{"model_stats", all}});
+    });
+  }
+
   void routes() {
     httplib::Server& s = *server;
+    // Before routing: encodings kaas cannot decode are refused (they would be read as identity),
+    // and Range is ignored on anything but GET, as RFC 9110 requires (cpp-httplib would slice
+    // or multiply an inference result). The request object is the library's own mutable one.
+    s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (req.method != "GET") const_cast<httplib::Request&>(req).ranges.clear();
+      if (req.has_header("Content-Encoding")) {
+        const std::string encoding = req.get_header_value("Content-Encoding");
+        if (encoding != "gzip" && encoding != "deflate" && encoding != "identity") {
+          reply_json(res, 415,
+                     json{{"error", "Content-Encoding '" + escape_for_message(encoding) +
+                                        "' is not supported (gzip, deflate, identity)"}});
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     s.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) {
       reply_json(res, 200, json{{"live", true}});
     });
@@ -276,6 +341,9 @@ struct HttpFrontend::Impl {
                       {"extensions", server_extensions()}});
     });
     const std::string model = R"(/v2/models/([^/]+)(?:/versions/([0-9]+))?)";
+    // Before the model routes, which would read "stats" as a model name.
+    s.Get("/v2/models/stats",
+          [this](const httplib::Request& req, httplib::Response& res) { statistics(req, res); });
     s.Get(model + "/?", [this](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
         const auto m = model_of(req);
@@ -315,24 +383,13 @@ struct HttpFrontend::Impl {
         res.set_content(text, "application/json");
       });
     });
-    auto stats = [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] {
-        json all = json::array();
-        if (req.matches.size() > 1 && req.matches[1].length() > 0) {
-          all.push_back(statistics_json(*model_of(req)));
-        } else {
-          for (const auto& m : state.repository->ready_models()) all.push_back(statistics_json(*m));
-        }
-        reply_json(res, 200, json{{"model_stats", all}});
-      });
-    };
-    s.Get("/v2/models/stats", stats);
-    s.Get(model + "/stats", stats);
+    s.Get(model + "/stats",
+          [this](const httplib::Request& req, httplib::Response& res) { statistics(req, res); });
     s.Post(model + "/infer", [this](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
       std::string body;
       bool too_large = false;
-      reader([&](const char* data, size_t length) {
+      const bool complete = reader([&](const char* data, size_t length) {
         if (body.size() + length > options.max_body_bytes) {
           too_large = true;
           return false;
@@ -347,12 +404,19 @@ struct HttpFrontend::Impl {
                                " bytes (after decompression)"}});
         return;
       }
+      if (!complete) {  // the connection ended or timed out before the whole body arrived
+        reply_json(res, 400,
+                   json{{"error", "incomplete request body (" + std::to_string(body.size()) +
+                                      " bytes read; shorter than Content-Length, a chunked body "
+                                      "without its last chunk, or a broken compressed body)"}});
+        return;
+      }
       guarded(res, [&] { infer(req, res, body); });
     });
     s.Post("/v2/repository/index", [this](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
         bool ready_only = false;
-        if (!req.body.empty()) ready_only = json::parse(req.body).value("ready", false);
+        if (!req.body.empty()) ready_only = parse_json(req.body).value("ready", false);
         json list = json::array();
         for (const auto& e : state.repository->index(ready_only)) {
           json entry{{"name", e.name}, {"state", e.state}, {"reason", e.reason}};
@@ -378,7 +442,9 @@ struct HttpFrontend::Impl {
       const std::string what = res.status == 404   ? "no such endpoint"
                                : res.status == 413 ? "request body too large"
                                                    : "HTTP error " + std::to_string(res.status);
-      reply_json(res, res.status, json{{"error", what + ": " + req.method + " " + req.path}});
+      reply_json(res, res.status,
+                 json{{"error", what + ": " + escape_for_message(req.method) + " " +
+                                    escape_for_message(req.path)}});
     });
   }
 };

@@ -1,12 +1,29 @@
 #include "server_adapter/model_repository.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "backends/error.h"
 
 namespace kaas::server {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A requested version as Triton reads it: a decimal integer ("01" is 1); -1 means the default.
+int64_t parse_version(const std::string& model, const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || value < -1)
+    throw Error(ErrorCode::kInvalidArgument, "model '" + model + "': version '" +
+                                                 escape_for_message(text) +
+                                                 "' is not a version number");
+  return value;
+}
+
+}  // namespace
 
 ModelRepository::ModelRepository(fs::path root, const Backend& backend, ModelControl control)
     : root_(std::move(root)), backend_(backend), control_(control) {
@@ -72,7 +89,8 @@ std::shared_ptr<ServedModel> ModelRepository::get(const std::string& name,
       throw Error(ErrorCode::kUnavailable, "model '" + name + "' is not loaded");
     throw Error(ErrorCode::kNotFound, "unknown model '" + name + "'");
   }
-  if (!version.empty() && version != std::to_string(it->second->version))
+  if (!version.empty() && parse_version(name, version) != -1 &&
+      parse_version(name, version) != it->second->version)
     throw Error(ErrorCode::kNotFound, "model '" + name + "' has no version '" + version +
                                           "' (serving version " +
                                           std::to_string(it->second->version) + ")");

@@ -5,6 +5,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -113,13 +115,18 @@ void check_model_name(const std::string& name) {
       });
   if (!chars_ok || name == "." || name == ".." || name.find("..") != std::string::npos)
     throw Error(ErrorCode::kInvalidArgument,
-                "model name '" + name + "' is not valid (letters, digits, '_', '-', '.'; no '..')");
+                "model name '" + escape_for_message(name) +
+                    "' is not valid (letters, digits, '_', '-', '.'; no '..')");
 }
 
 inference::ModelConfig read_model_config(const fs::path& model_dir) {
   const fs::path file = model_dir / "config.pbtxt";
+  if (!fs::exists(file))
+    throw Error(ErrorCode::kNotFound, "no config.pbtxt in " + model_dir.string());
+  if (!fs::is_regular_file(file))
+    throw Error(ErrorCode::kInvalidArgument, file.string() + " is not a regular file");
   std::ifstream in(file);
-  if (!in) throw Error(ErrorCode::kNotFound, "no config.pbtxt in " + model_dir.string());
+  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read " + file.string());
   std::stringstream text;
   text << in.rdbuf();
   inference::ModelConfig config;
@@ -210,9 +217,13 @@ RepositoryEntry read_repository_entry(const fs::path& root, const std::string& n
   int64_t version = 0;
   for (const auto& item : fs::directory_iterator(dir)) {
     const std::string v = item.path().filename().string();
-    if (item.is_directory() && !v.empty() && v.size() < 19 &&
-        std::all_of(v.begin(), v.end(), ::isdigit))
-      version = std::max<int64_t>(version, std::stoll(v));
+    if (!item.is_directory() || v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit)) continue;
+    int64_t number = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), number);
+    if (ec != std::errc() || end != v.data() + v.size())
+      bad_config(name, "version directory '" + v + "' is out of range (at most " +
+                           std::to_string(INT64_MAX) + ")");
+    version = std::max(version, number);
   }
   if (version == 0) bad_config(name, "no numeric version directory in " + dir.string());
   return entry_from_config(std::move(config), name, version, dir / std::to_string(version));

@@ -11,6 +11,10 @@ using models::HostTensor;
 
 namespace {
 
+// Queue timeouts at or above this (about 290 years) are treated as no timeout.
+constexpr auto kLongestTimeout =
+    std::chrono::duration_cast<std::chrono::microseconds>(Clock::duration::max()) / 1000;
+
 uint64_t ns_between(Clock::time_point a, Clock::time_point b) {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
 }
@@ -114,7 +118,9 @@ std::vector<std::unique_ptr<ModelScheduler::Pending>> ModelScheduler::take_batch
       auto timeout = policy_.default_timeout;
       if ((*it)->request.timeout && (policy_.allow_timeout_override || timeout.count() == 0))
         timeout = *(*it)->request.timeout;
-      if (timeout.count() > 0 && now - (*it)->arrival >= timeout) {
+      // A timeout beyond what the clock can add (INT64_MAX us) means none, not an overflow.
+      const bool bounded = timeout.count() > 0 && timeout < kLongestTimeout;
+      if (bounded && now - (*it)->arrival >= timeout) {
         (*it)->promise.set_exception(std::make_exception_ptr(
             Error(ErrorCode::kUnavailable, "model '" + name_ + "': Request timeout expired")));
         stats_->update([&](StatsSnapshot& s) {

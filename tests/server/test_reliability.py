@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Regression tests for the defects an outside tester found in kaas-server (issue 13): each attack
+gets a 4xx with a clear message, nothing crashes, and the server answers the next request
+correctly. Raw sockets for what clients would never send.
+
+Usage: test_reliability.py --server BIN --make-repository BIN
+"""
+import argparse
+import json
+import pathlib
+import socket
+import sys
+import tempfile
+
+import grpc
+import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
+
+
+def raw(server, request, timeout=30):
+    """Sends raw bytes, returns (status, headers text, body bytes) of the first response."""
+    with socket.create_connection((server.host, server.http_port), timeout=timeout) as s:
+        s.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        headers = head.decode("latin-1")
+        length = 0
+        for line in headers.split("\r\n")[1:]:
+            if line.lower().startswith("content-length:"):
+                length = int(line.split(":", 1)[1])
+        while len(body) < length:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    status = int(headers.split(" ", 2)[1]) if headers.startswith("HTTP/") else 0
+    return status, headers, body
+
+
+def truncated(server, head, body_part):
+    """Sends a request whose body stops early and keeps the connection open: after the server's
+    read timeout the reply must be a 400, not an inference on a partial body."""
+    with socket.create_connection((server.host, server.http_port), timeout=60) as s:
+        s.sendall(head + body_part)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head_text, _, body = data.partition(b"\r\n\r\n")
+    status = int(head_text.split(b" ", 2)[1]) if head_text.startswith(b"HTTP/") else 0
+    return status, head_text.decode("latin-1"), body
+
+
+def post(server, path, body, headers=()):
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n"
+    head += "".join(f"{h}\r\n" for h in headers) + "Connection: close\r\n\r\n"
+    return raw(server, head.encode() + body)
+
+
+def get(server, path_bytes):
+    return raw(server, b"GET " + path_bytes + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+
+
+def knn_body(points, splits, parameters=None, ids=None):
+    body = {"inputs": [
+        {"name": "points", "shape": list(points.shape), "datatype": "FP32", "data": points.ravel().tolist()},
+        {"name": "row_splits", "shape": [len(splits)], "datatype": "INT64", "data": list(map(int, splits))}]}
+    if parameters is not None:
+        body["parameters"] = parameters
+    if ids is not None:
+        body["id"] = ids
+    return json.dumps(body).encode()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    args = parser.parse_args()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-reliability-"))
+    repo = tmp / "repo"
+    write_repository(args.make_repository, repo)
+    # Broken entries: a version directory beyond int64, a config.pbtxt that is a directory.
+    (repo / "huge_version" / "99999999999999999999").mkdir(parents=True)
+    (repo / "huge_version" / "config.pbtxt").write_text(
+        'backend: "kaas"\nparameters { key: "kaas_model" value { string_value: "knn" } }\n')
+    (repo / "config_dir" / "1").mkdir(parents=True)
+    (repo / "config_dir" / "config.pbtxt").mkdir()
+    server = KaasServer(args.server, repo)
+    try:
+        run(server)
+    finally:
+        code = server.stop()
+        check(code == 0, f"kaas-server exited with {code} after the battery (no crash)")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+def run(server):
+    rng = np.random.default_rng(5)
+    points = rng.uniform(0, 1, size=(20, 3)).astype(np.float32)
+    splits = np.array([0, 20], dtype=np.int64)
+    good_body = knn_body(points, splits)
+    status, _, body = post(server, "/v2/models/knn/infer", good_body)
+    reference = json.loads(body)["outputs"] if status == 200 else None
+    check(status == 200, "a good kNN request over REST")
+
+    def still_serving(what):
+        s, _, b = post(server, "/v2/models/knn/infer", good_body)
+        check(s == 200 and json.loads(b)["outputs"] == reference, f"after {what}: the next request is answered correctly")
+
+    def expect(what, result, statuses, fragment=b""):
+        status, headers, body = result
+        ok = status in statuses and fragment in body and len(body) < 100_000
+        check(ok, f"{what}: {status} {body[:110]!r}")
+        still_serving(what)
+
+    # 1. Deep nesting in data, id and parameters (~200 KB bodies).
+    deep = "[" * 100_000 + "]" * 100_000
+    for where, text in (("data", '{"inputs":[{"name":"points","shape":[1,3],"datatype":"FP32","data":%s}]}' % deep),
+                        ("id", '{"id":%s,"inputs":[]}' % deep),
+                        ("parameters", '{"parameters":{"x":%s},"inputs":[]}' % deep)):
+        expect(f"{where} nested 100,000 arrays deep", post(server, "/v2/models/knn/infer", text.encode()), {400},
+               b"nested deeper")
+    # 2. Invalid UTF-8 in the path, the body and the binary header length.
+    expect("GET /%FF", get(server, b"/%FF"), {400, 404})
+    expect("GET /v2/models/%C3%28/ready", get(server, b"/v2/models/%C3%28/ready"), {400, 404})
+    expect("GET with raw 0xff bytes in the path", get(server, b"/v2/models/\xff\xfe/ready"), {400, 404})
+    expect("body starting \\xff\\xfe", post(server, "/v2/models/knn/infer", b"\xff\xfe{}"), {400}, b"malformed JSON")
+    expect("non-numeric Inference-Header-Content-Length",
+           post(server, "/v2/models/knn/infer", good_body, ["Inference-Header-Content-Length: 1\xff2"]), {400},
+           b"Inference-Header-Content-Length")
+    # 4. Range on POST /infer is ignored (RFC 9110: Range is defined for GET only): one plain result.
+    for what, header in (("Range: bytes=0-10,5-20", "Range: bytes=0-10,5-20"),
+                         ("200 ranges of 0-", "Range: bytes=" + ",".join(["0-"] * 200))):
+        s, h, b = post(server, "/v2/models/knn/infer", good_body, [header])
+        plain = s == 200 and "multipart" not in h and json.loads(b)["outputs"] == reference
+        check(plain, f"{what} on POST infer: {s}, {len(b)} bytes, the plain result")
+    # 6. Incomplete bodies are not executed.
+    head = f"POST /v2/models/knn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(good_body) + 100}\r\n\r\n"
+    expect("a whole request body, 100 bytes short of its Content-Length", truncated(server, head.encode(), good_body),
+           {400}, b"incomplete request body")
+    chunked_head = b"POST /v2/models/knn/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    first_chunk = f"{len(good_body):x}\r\n".encode() + good_body + b"\r\n"
+    expect("chunked body without its last chunk", truncated(server, chunked_head, first_chunk), {400},
+           b"incomplete request body")
+    # 7. All models' statistics.
+    status, _, body = get(server, b"/v2/models/stats")
+    names = sorted(m["name"] for m in json.loads(body).get("model_stats", [])) if status == 200 else []
+    check(status == 200 and names == ["emtrkmichelid", "knn", "michel_from_image"],
+          f"GET /v2/models/stats: {status}, models {names}")
+    # 8. timeout = INT64_MAX means no timeout (REST and gRPC).
+    s, _, b = post(server, "/v2/models/knn/infer", knn_body(points, splits, {"timeout": 2**63 - 1}))
+    check(s == 200 and json.loads(b)["outputs"] == reference, f"REST timeout INT64_MAX: {s} (served, not expired)")
+    g = grpcclient.InferenceServerClient(server.grpc_url)
+    # tritonclient reserves "timeout"; the raw stub sends it as Triton's int64 parameter.
+    stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(server.grpc_url))
+    request = service_pb2.ModelInferRequest(model_name="knn")
+    request.parameters["timeout"].int64_param = 2**63 - 1
+    for name, array, dtype in (("points", points, "FP32"), ("row_splits", splits, "INT64")):
+        t = request.inputs.add(name=name, datatype=dtype, shape=list(array.shape))
+        request.raw_input_contents.append(array.tobytes())
+    reply = stub.ModelInfer(request, timeout=30)
+    check([o.name for o in reply.outputs] == ["indices", "distances"], "gRPC timeout INT64_MAX: served, not expired")
+    expect("timeout as a string", post(server, "/v2/models/knn/infer", knn_body(points, splits, {"timeout": "5"})),
+           {400}, b"timeout")
+    # Minor: integer ranges, binary_data_size, encodings, versions, broken entries.
+    body = json.dumps({"inputs": [
+        {"name": "points", "shape": [1, 3], "datatype": "FP32", "data": [0, 0, 0]},
+        {"name": "row_splits", "shape": [2], "datatype": "INT64", "data": [0, 2**64 - 1]}]}).encode()
+    expect("INT64 value 2^64-1", post(server, "/v2/models/knn/infer", body), {400}, b"int64 range")
+    wires = {"inputs": [
+        {"name": "image", "shape": [4, 4], "datatype": "FP32", "data": [0] * 16},
+        {"name": "hit_wire", "shape": [1], "datatype": "INT32", "data": [2**32 + 5]},
+        {"name": "hit_tick", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
+    expect("INT32 value 2^32+5", post(server, "/v2/models/michel_from_image/infer", json.dumps(wires).encode()),
+           {400}, b"INT32")
+    header = json.dumps({"inputs": [
+        {"name": "points", "shape": [1, 3], "datatype": "FP32", "parameters": {"binary_data_size": 1.5}},
+        {"name": "row_splits", "shape": [2], "datatype": "INT64", "data": [0, 1]}]}).encode()
+    expect("binary_data_size 1.5", post(server, "/v2/models/knn/infer", header + b"\0" * 12,
+                                        [f"Inference-Header-Content-Length: {len(header)}"]), {400}, b"binary_data_size")
+    expect("Content-Encoding: br", post(server, "/v2/models/knn/infer", good_body, ["Content-Encoding: br"]), {415},
+           b"Content-Encoding")
+    status, _, _ = get(server, b"/v2/models/knn/versions/01")
+    check(status == 200, f"version '01' is version 1: {status}")
+    check(g.get_model_metadata("knn", model_version="-1").name == "knn", "gRPC version '-1' is the default version")
+    s, _, b = get(server, b"/v2/models/knn/versions/2")
+    check(s == 404, f"version 2 of knn: {s}")
+    index = {m.name: m for m in g.get_model_repository_index().models}
+    reason = index["huge_version"].reason if "huge_version" in index else ""
+    check("out of range" in reason and "stoll" not in reason, f"version directory beyond int64: '{reason[:100]}'")
+    reason = index["config_dir"].reason if "config_dir" in index else ""
+    check("not a regular file" in reason, f"config.pbtxt that is a directory: '{reason[:100]}'")
+    still_serving("the whole battery")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
