@@ -4,8 +4,8 @@
 // than the server does at batch 1, so this one measures what the server sustains.
 //   kaas-loadgen --url 127.0.0.1:8001 --model emtrkmichelid --batch 1 --clients 64 --seconds 5
 
-#include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         const grpc::Status status = stub.ModelInfer(&context, request, &response);
         const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (status.ok()) {
           latencies[size_t(c)].push_back(ms);
         } else if (errors++ == 0) {

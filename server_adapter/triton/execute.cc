@@ -313,8 +313,8 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   }
   for (Pending& p : pending) answer(instance, p, batched, exec_start);
   KAAS_TRITON_LOG(VERBOSE, "instance " + instance.name + ": " + std::to_string(count) +
-                              " requests, " + std::to_string(groups.size()) + " executions, " +
-                              std::to_string(executed_rows) + " rows");
+                               " requests, " + std::to_string(groups.size()) + " executions, " +
+                               std::to_string(executed_rows) + " rows");
   if (executed_rows > 0) {
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
             instance.triton, uint64_t(executed_rows), exec_start, compute_start, compute_end,
