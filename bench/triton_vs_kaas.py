@@ -16,15 +16,16 @@ import argparse
 import json
 import os
 import pathlib
-import re
 import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "server"))
 from server_fixture import KaasServer, TritonServer  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import server_load  # noqa: E402
 
 POINTS = [(1, 1), (16, 1), (256, 1), (1, 64)]  # (patches per request, concurrent clients)
 
@@ -35,15 +36,10 @@ def cpu_seconds(pid):
 
 
 def in_process(infer_bin, model_file, batch, tmp):
-    x = np.random.default_rng(3).uniform(-5, 15, size=(batch, 48, 48, 1)).astype(np.float32)
-    np.save(tmp / "x.npy", x)
-    repeat = max(5, min(300, 3000 // batch))
-    out = subprocess.run([infer_bin, "--model", str(model_file), "--backend", "openmp", "--input",
-                          f"main_input={tmp / 'x.npy'}", "--batch", "1024", "--repeat", str(repeat)],
-                         check=True, capture_output=True, text=True).stdout
-    median_ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+    """kaas-infer on the same model file (bench/server_load.py's in-process point)."""
+    row = server_load.in_process(infer_bin, model_file, batch, tmp)
     return {"server": "in-process kaas", "batch": batch, "clients": 1,
-            "patches_per_s": batch / (median_ms / 1e3), "p50_ms": median_ms}
+            "patches_per_s": row["patches_per_s"], "p50_ms": row["p50_ms"]}
 
 
 STAGES = ("success", "queue", "compute_input", "compute_infer", "compute_output")

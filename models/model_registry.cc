@@ -1,5 +1,6 @@
 #include "models/model_registry.h"
 
+#include <charconv>
 #include <mutex>
 
 #include "backends/error.h"
@@ -95,6 +96,14 @@ ModelKindRegistry make_builtin_registry() {
 
 }  // namespace
 
+std::optional<int64_t> parse_integer(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
 std::string ModelParameters::text(const std::string& key, const std::string& fallback) const {
   const auto it = values_.find(key);
   return it == values_.end() ? fallback : it->second;
@@ -104,21 +113,14 @@ int64_t ModelParameters::integer(const std::string& key, int64_t fallback, int64
                                  int64_t max) const {
   const auto it = values_.find(key);
   if (it == values_.end()) return fallback;
-  const std::string& text = it->second;
-  const std::string where = "model '" + model_ + "': parameter " + key + " = '" + text + "'";
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw Error(ErrorCode::kInvalidArgument, where + " is not an integer");
-  if (value < min || value > max)
+  const std::string where =
+      "model '" + model_ + "': parameter " + key + " = '" + escape_for_message(it->second) + "'";
+  const auto value = parse_integer(it->second);
+  if (!value) throw Error(ErrorCode::kInvalidArgument, where + " is not an integer");
+  if (*value < min || *value > max)
     throw Error(ErrorCode::kInvalidArgument,
                 where + " is outside " + std::to_string(min) + ".." + std::to_string(max));
-  return value;
+  return *value;
 }
 
 ModelKindRegistry& ModelKindRegistry::global() {

@@ -12,13 +12,18 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
 #include "models/model.h"
 
 namespace kaas::models {
+
+// A whole decimal integer (no spaces, no trailing characters), or nullopt.
+std::optional<int64_t> parse_integer(std::string_view text);
 
 // String parameters (config.pbtxt `parameters`), read with checks that name the model and key.
 class ModelParameters {

@@ -1,7 +1,6 @@
 #include "server_adapter/model_repository.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "backends/error.h"
 
@@ -13,14 +12,12 @@ namespace {
 
 // A requested version as Triton reads it: a decimal integer ("01" is 1); -1 means the default.
 int64_t parse_version(const std::string& model, const std::string& text) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || value < -1)
+  const auto value = models::parse_integer(text);
+  if (!value || *value < -1)
     throw Error(ErrorCode::kInvalidArgument, "model '" + model + "': version '" +
                                                  escape_for_message(text) +
                                                  "' is not a version number");
-  return value;
+  return *value;
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -218,12 +217,11 @@ RepositoryEntry read_repository_entry(const fs::path& root, const std::string& n
   for (const auto& item : fs::directory_iterator(dir)) {
     const std::string v = item.path().filename().string();
     if (!item.is_directory() || v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit)) continue;
-    int64_t number = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), number);
-    if (ec != std::errc() || end != v.data() + v.size())
+    const auto number = models::parse_integer(v);
+    if (!number)
       bad_config(name, "version directory '" + v + "' is out of range (at most " +
                            std::to_string(INT64_MAX) + ")");
-    version = std::max(version, number);
+    version = std::max(version, *number);
   }
   if (version == 0) bad_config(name, "no numeric version directory in " + dir.string());
   return entry_from_config(std::move(config), name, version, dir / std::to_string(version));

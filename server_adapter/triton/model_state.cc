@@ -18,18 +18,12 @@ bool is_triton_key(const std::string& key) {
 }
 
 int64_t option_integer(const std::string& key, const std::string& text, int64_t min, int64_t max) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || value < min || value > max)
-    throw Error(ErrorCode::kInvalidArgument, "--backend-config=kaas," + key + "=" + text +
-                                                 ": expected an integer in " + std::to_string(min) +
-                                                 ".." + std::to_string(max));
-  return value;
+  const auto value = models::parse_integer(text);
+  if (!value || *value < min || *value > max)
+    throw Error(ErrorCode::kInvalidArgument,
+                "--backend-config=kaas," + key + "=" + escape_for_message(text) +
+                    ": expected an integer in " + std::to_string(min) + ".." + std::to_string(max));
+  return *value;
 }
 
 const Backend& available_backend(const std::string& name, const std::string& why) {

@@ -23,6 +23,20 @@ def check(condition, what):
         failures.append(what)
 
 
+def expect_error(what, call, fragment, codes):
+    """`call` must raise a tritonclient error whose status has one of `codes` and whose message
+    holds `fragment`."""
+    from tritonclient.utils import InferenceServerException
+
+    try:
+        call()
+        check(False, f"{what}: rejected")
+    except InferenceServerException as e:
+        status = str(e.status())
+        ok = any(c in status for c in codes) and fragment in e.message()
+        check(ok, f"{what}: {status} '{e.message()[:140]}'")
+
+
 def write_repository(make_repository_bin, directory, target="kaas"):
     """The default model repository (kaas-make-repository) in `directory`, for kaas-server or
     (target "triton") for tritonserver with the kaas backend."""
@@ -30,7 +44,41 @@ def write_repository(make_repository_bin, directory, target="kaas"):
                    stdout=subprocess.DEVNULL)
 
 
-class KaasServer:
+class ServerProcess:
+    """A server process on loopback with its log in a temporary file; stop() sends SIGTERM."""
+
+    @property
+    def http_url(self):
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self):
+        return f"{self.host}:{self.grpc_port}"
+
+    final_output = None
+
+    def output(self):
+        if self.final_output is not None:
+            return self.final_output
+        return pathlib.Path(self.log.name).read_text(errors="replace")
+
+    def stop(self, timeout=90):
+        """SIGTERM, then the exit status (a server that does not stop in time is killed); the
+        log file is removed, its text stays readable through output()."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.final_output is None:
+            self.final_output = self.output()
+            os.unlink(self.log.name)
+        return self.process.returncode
+
+
+class KaasServer(ServerProcess):
     def __init__(self, server_bin, repository, extra_args=(), backend="openmp"):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kaas-server-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
@@ -50,23 +98,6 @@ class KaasServer:
             time.sleep(0.1)
         raise RuntimeError("kaas-server did not start within 120 s:\n" + pathlib.Path(self.log.name).read_text())
 
-    @property
-    def http_url(self):
-        return f"{self.host}:{self.http_port}"
-
-    @property
-    def grpc_url(self):
-        return f"{self.host}:{self.grpc_port}"
-
-    def output(self):
-        return pathlib.Path(self.log.name).read_text()
-
-    def stop(self, timeout=60):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=timeout)
-        os.unlink(self.log.name)
-        return self.process.returncode
 
 
 def free_ports(count):
@@ -88,7 +119,7 @@ def tritonserver_binary():
     return pathlib.Path(list(spec.submodule_search_locations)[0]) / "tritonserver" / "bin" / "tritonserver"
 
 
-class TritonServer:
+class TritonServer(ServerProcess):
     """The real Triton server (PyPI nvidia-pytriton) with the kaas backend, on loopback only."""
 
     def __init__(self, repository, backend_directory, extra_args=(), wait_ready=True):
@@ -117,23 +148,3 @@ class TritonServer:
             time.sleep(0.2)
         raise RuntimeError("tritonserver did not start within 180 s:\n" + self.output())
 
-    @property
-    def http_url(self):
-        return f"{self.host}:{self.http_port}"
-
-    @property
-    def grpc_url(self):
-        return f"{self.host}:{self.grpc_port}"
-
-    def output(self):
-        return pathlib.Path(self.log.name).read_text(errors="replace")
-
-    def stop(self, timeout=90):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode

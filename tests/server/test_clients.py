@@ -23,7 +23,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, expect_error, failures, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
@@ -53,14 +53,6 @@ def http_infer(client, patches, binary, compression=None):
     return [result.as_numpy(n) for n in EMTRK_OUTPUTS]
 
 
-def expect_error(what, call, fragment, codes):
-    try:
-        call()
-        check(False, f"{what}: rejected")
-    except InferenceServerException as e:
-        status = str(e.status())
-        ok = any(c in status for c in codes) and fragment in e.message()
-        check(ok, f"{what}: {status} '{e.message()[:120]}'")
 
 
 def raw_http(url, path, body, headers=None):

@@ -33,7 +33,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, TritonServer, check, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, TritonServer, check, expect_error, failures, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
@@ -67,14 +67,6 @@ def same(a, b):
                                     np.array_equal(a[k], b[k]) for k in a)
 
 
-def expect_error(what, call, fragment, codes):
-    try:
-        call()
-        check(False, f"{what}: rejected")
-    except InferenceServerException as e:
-        status = str(e.status())
-        ok = any(c in status for c in codes) and fragment in e.message()
-        check(ok, f"{what}: {status} '{e.message()[:140]}'")
 
 
 def http_post(url, path, body=b""):
