@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonnx-dev libprotobuf-dev
           protobuf-compiler libopenblas-openmp-dev pkg-config
           # kaas-server: gRPC, REST, JSON, Prometheus text format
-          libgrpc++-dev protobuf-compiler-grpc libcpp-httplib-dev nlohmann-json3-dev
+          libgrpc++-dev protobuf-compiler-grpc libboost-dev libssl-dev zlib1g-dev nlohmann-json3-dev
           prometheus-cpp-dev)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev

@@ -10,7 +10,7 @@
 
 #include "backends/error.h"
 #include "grpc_service.grpc.pb.h"
-#include "server_adapter/tensor_codec.h"
+#include "server_adapter/infer_codec.h"
 
 namespace kaas::server {
 
@@ -39,43 +39,6 @@ Status guarded(F&& f) {
   } catch (const std::exception& e) {
     return to_status(e);
   }
-}
-
-// A typed-contents tensor (no raw bytes) as a HostTensor.
-HostTensor tensor_from_contents(const inference::ModelInferRequest::InferInputTensor& in) {
-  const DataType dtype = parse_datatype(in.datatype(), in.name());
-  std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
-  const int64_t elements = checked_elements(shape, in.name());
-  const auto& c = in.contents();
-  auto count_error = [&](int64_t given) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "tensor '" + in.name() + "': " + std::to_string(given) +
-                    " values in contents, shape " + models::shape_string(shape) + " needs " +
-                    std::to_string(elements));
-  };
-  HostTensor t{in.name(), dtype, shape, {}};
-  auto fill = [&](const auto& values, auto tag) {
-    using T = decltype(tag);
-    if (values.size() != elements) count_error(values.size());
-    t.bytes.resize(size_t(elements) * sizeof(T));
-    T* out = reinterpret_cast<T*>(t.bytes.data());
-    for (int64_t i = 0; i < elements; ++i) out[i] = static_cast<T>(values[int(i)]);
-  };
-  switch (dtype) {
-    case DataType::kFloat32:
-      fill(c.fp32_contents(), float{});
-      break;
-    case DataType::kInt32:
-      fill(c.int_contents(), int32_t{});
-      break;
-    case DataType::kInt64:
-      fill(c.int64_contents(), int64_t{});
-      break;
-    case DataType::kUint8:
-      fill(c.uint_contents(), uint8_t{});
-      break;
-  }
-  return t;
 }
 
 class Service final : public inference::GRPCInferenceService::Service {
@@ -166,30 +129,11 @@ class Service final : public inference::GRPCInferenceService::Service {
       if (!state_.ready.load())
         throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
       const auto model = state_.repository->get(q->model_name(), q->model_version());
-      InferRequest request;
-      const bool raw = q->raw_input_contents_size() > 0;
-      if (raw && q->raw_input_contents_size() != q->inputs_size())
-        throw Error(ErrorCode::kInvalidArgument,
-                    "raw_input_contents has " + std::to_string(q->raw_input_contents_size()) +
-                        " entries for " + std::to_string(q->inputs_size()) + " inputs");
-      for (int i = 0; i < q->inputs_size(); ++i) {
-        const auto& in = q->inputs(i);
-        if (raw && in.has_contents())
-          throw Error(
-              ErrorCode::kInvalidArgument,
-              "tensor '" + in.name() + "': contents set although raw_input_contents is used");
-        std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
-        request.inputs.push_back(
-            raw ? tensor_from_raw(in.name(), in.datatype(), shape, q->raw_input_contents(i))
-                : tensor_from_contents(in));
-      }
-      if (const auto it = q->parameters().find("timeout"); it != q->parameters().end())
-        request.timeout = std::chrono::microseconds(it->second.int64_param());
-      std::vector<std::string> requested;
-      for (const auto& o : q->outputs()) requested.push_back(o.name());
+      DecodedInfer decoded = decode_grpc_infer(*q);
+      const std::vector<std::string>& requested = decoded.requested;
       // Unknown requested outputs fail before the request is queued.
       check_requested_outputs(model->scheduler->signature(), requested, model->name);
-      auto future = model->scheduler->submit(std::move(request));
+      auto future = model->scheduler->submit(std::move(decoded.request));
       const auto deadline = context->deadline();
       if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
         if (future.wait_until(deadline) != std::future_status::ready) throw DeadlineExceeded{};

@@ -4,10 +4,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
 #include "server_adapter/server.h"
+
+// Every open connection is a descriptor: the soft limit (often 1024) is raised to the hard one
+// so that idle connections cannot use up what new clients and model files need.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-server: KServe v2 / Triton-compatible inference server for kaas models"};
@@ -27,13 +40,51 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for --tls-cert");
-  app.add_option("--http-threads", options.http_threads, "REST worker threads")
+  auto& http = options.http;
+  app.add_option("--http-threads", http.worker_threads,
+                 "REST worker threads: requests executing at once (connections hold none)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  app.add_option("--http-io-threads", http.io_threads, "REST I/O threads (all connections)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  double header_timeout = 10, body_timeout = 60, idle_timeout = 120;
+  app.add_option("--http-header-timeout", header_timeout,
+                 "seconds from a request's first byte to its last header line (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--http-body-timeout", body_timeout,
+                 "seconds a request body (or a reply) may pause (else 400, incomplete body)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--http-idle-timeout", idle_timeout,
+                 "seconds a keep-alive connection may wait for its next request")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--http-max-header-bytes", http.max_header_bytes,
+                 "largest request line + headers (else 431)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1024), size_t(1) << 24));
+  app.add_option("--http-max-body-bytes", http.max_body_bytes,
+                 "largest request body, as received and after decompression (else 413 / 400)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1024), size_t(1) << 32));
+  app.add_option("--http-max-connections", http.max_connections,
+                 "open REST connections; more are closed at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   CLI11_PARSE(app, argc, argv);
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     std::fprintf(stderr, "kaas-server: --tls-cert and --tls-key go together\n");
     return 2;
   }
+  auto milliseconds = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  http.header_timeout = milliseconds(header_timeout);
+  http.body_timeout = milliseconds(body_timeout);
+  http.idle_timeout = milliseconds(idle_timeout);
+  raise_descriptor_limit();
   options.control = control == "explicit" ? kaas::server::ModelControl::kExplicit
                                           : kaas::server::ModelControl::kNone;
   // Signals are taken by sigwait below; every thread started from here on inherits the mask.

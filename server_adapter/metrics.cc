@@ -1,6 +1,7 @@
 #include "server_adapter/metrics.h"
 
-#include <httplib.h>
+#include "server_adapter/http_server.h"
+
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
@@ -86,37 +87,40 @@ class ModelMetrics final : public prometheus::Collectable {
 
 }  // namespace
 
-// The text exposition format from prometheus-cpp's serializer, served by cpp-httplib (which,
-// unlike prometheus-cpp's civetweb exposer, can listen on a free port picked by the system).
+// The text exposition format from prometheus-cpp's serializer, served by kaas's HTTP server
+// (which, unlike prometheus-cpp's civetweb exposer, can listen on a free port picked by the
+// system).
 struct MetricsEndpoint::Impl {
   ModelMetrics collector;
-  httplib::Server server;
-  std::thread thread;
-  int port = 0;
+  std::unique_ptr<HttpServer> server;
   explicit Impl(ServerState& state) : collector(state) {}
 };
 
 MetricsEndpoint::MetricsEndpoint(ServerState& state, const std::string& host, int port)
     : impl_(std::make_unique<Impl>(state)) {
-  impl_->server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus::TextSerializer().Serialize(impl_->collector.Collect()),
-                    "text/plain; version=0.0.4");
+  HttpServerOptions options;
+  options.host = host;
+  options.port = port;
+  options.io_threads = 1;
+  options.worker_threads = 2;
+  options.max_body_bytes = 1 << 16;
+  options.max_connections = 256;
+  impl_->server = std::make_unique<HttpServer>(options, [this](const HttpRequest& req) {
+    if (req.path != "/metrics") return json_error(404, "no such endpoint (GET /metrics)");
+    if (req.method != "GET") return json_error(405, "GET /metrics only");
+    return HttpResponse{200,
+                        "text/plain; version=0.0.4",
+                        {},
+                        prometheus::TextSerializer().Serialize(impl_->collector.Collect())};
   });
-  impl_->port = port == 0 ? impl_->server.bind_to_any_port(host)
-                          : (impl_->server.bind_to_port(host, port) ? port : -1);
-  if (impl_->port <= 0)
-    throw Error(ErrorCode::kUnavailable,
-                "metrics: cannot listen on " + host + ":" + std::to_string(port));
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
 }
 
 MetricsEndpoint::~MetricsEndpoint() {
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->server->shutdown();
 }
 
 int MetricsEndpoint::port() const {
-  return impl_->port;
+  return impl_->server->port();
 }
 
 }  // namespace kaas::server

@@ -14,12 +14,11 @@ Server::Server(const ServerOptions& options) {
   grpc_ = std::make_unique<GrpcFrontend>(
       state_,
       GrpcOptions{options.host, options.grpc_port, options.tls_cert_file, options.tls_key_file});
-  HttpOptions http;
+  HttpServerOptions http = options.http;
   http.host = options.host;
   http.port = options.http_port;
   http.tls_cert_file = options.tls_cert_file;
   http.tls_key_file = options.tls_key_file;
-  http.threads = options.http_threads;
   http_ = std::make_unique<HttpFrontend>(state_, http);
   metrics_ = std::make_unique<MetricsEndpoint>(state_, options.host, options.metrics_port);
   state_.ready = true;

@@ -19,7 +19,7 @@ struct ServerOptions {
   int http_port = 8000, grpc_port = 8001, metrics_port = 8002;  // 0: pick a free port
   ModelControl control = ModelControl::kNone;
   std::string tls_cert_file, tls_key_file;
-  int http_threads = 16;
+  HttpServerOptions http;  // REST limits, timeouts and threads (host, port and TLS from above)
 };
 
 class Server {

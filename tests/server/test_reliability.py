@@ -6,11 +6,14 @@ correctly. Raw sockets for what clients would never send.
 Usage: test_reliability.py --server BIN --make-repository BIN
 """
 import argparse
+import gzip
 import json
 import pathlib
 import socket
 import sys
 import tempfile
+import time
+import zlib
 
 import grpc
 import numpy as np
@@ -97,7 +100,8 @@ def main():
         'backend: "kaas"\nparameters { key: "kaas_model" value { string_value: "knn" } }\n')
     (repo / "config_dir" / "1").mkdir(parents=True)
     (repo / "config_dir" / "config.pbtxt").mkdir()
-    server = KaasServer(args.server, repo)
+    # A short body timeout: the truncated-body cases are answered after 2 s, not 60 s.
+    server = KaasServer(args.server, repo, extra_args=["--http-body-timeout", "2", "--http-header-timeout", "3"])
     try:
         run(server)
     finally:
@@ -203,7 +207,105 @@ def run(server):
     check("out of range" in reason and "stoll" not in reason, f"version directory beyond int64: '{reason[:100]}'")
     reason = index["config_dir"].reason if "config_dir" in index else ""
     check("not a regular file" in reason, f"config.pbtxt that is a directory: '{reason[:100]}'")
+    transport(server, good_body, reference, expect)
     still_serving("the whole battery")
+
+
+def read_responses(sock, count, timeout=30):
+    """Reads `count` HTTP responses (Content-Length framed) from one connection."""
+    sock.settimeout(timeout)
+    data, responses = b"", []
+    while len(responses) < count:
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return responses
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            if line.lower().startswith("content-length:"):
+                length = int(line.split(":", 1)[1])
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return responses
+            rest += chunk
+        responses.append((int(head.split(b" ", 2)[1]), rest[:length]))
+        data = rest[length:]
+    return responses
+
+
+def transport(server, good_body, reference, expect):
+    """The event-driven front end: pipelining, slow and idle clients, limits, compressed bodies."""
+    # 5. Pipelining: three requests in one write, three answers in order.
+    infer = (f"POST /v2/models/knn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(good_body)}\r\n\r\n"
+             .encode() + good_body)
+    batch = (b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n" + infer +
+             b"GET /v2/models/knn/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+    with socket.create_connection((server.host, server.http_port)) as s:
+        s.sendall(batch)
+        answers = read_responses(s, 3)
+    ok = ([a[0] for a in answers] == [200, 200, 200] and b"live" in answers[0][1]
+          and json.loads(answers[1][1])["outputs"] == reference and b"ready" in answers[2][1])
+    check(ok, f"3 pipelined requests in one write: {[a[0] for a in answers]}, in order")
+    # 3. Slow and idle clients hold no worker: with 64 slow-header and 1000 idle connections open
+    # (more than the 16 worker threads), REST requests are answered at once.
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    idle = [socket.create_connection((server.host, server.http_port)) for _ in range(min(1000, hard - 200))]
+    slow = []
+    for _ in range(64):
+        c = socket.create_connection((server.host, server.http_port))
+        c.sendall(b"POST /v2/models/knn/infer HTTP/1.1\r\nHost: x\r\n")
+        slow.append(c)
+    answered = 0
+    started = time.time()
+    for i in range(20):
+        if i % 5 == 0:
+            for c in slow:  # one more header line on each slow connection now and then
+                try:
+                    c.sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass
+        status, _, body = post(server, "/v2/models/knn/infer", good_body)
+        answered += status == 200 and json.loads(body)["outputs"] == reference
+    elapsed = time.time() - started
+    check(answered == 20, f"with {len(idle)} idle and 64 slow connections open: {answered}/20 REST requests "
+          f"answered correctly ({elapsed:.1f} s)")
+    # The slow clients get 408 once the header timeout (3 s here) has passed since their first byte.
+    time.sleep(max(0.0, 3.5 - elapsed))
+    statuses = []
+    for c in slow:
+        c.settimeout(10)
+        try:
+            statuses.append(int(c.recv(4096).split(b" ", 2)[1]))
+        except (OSError, IndexError, ValueError):
+            statuses.append(0)
+        c.close()
+    check(statuses.count(408) == 64, f"64 slow headers answered 408 after the header timeout: {statuses.count(408)}")
+    for c in idle:
+        c.close()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    # Limits and compressed bodies.
+    expect("a 100 KB header line", post(server, "/v2/models/knn/infer", good_body, ["X-Big: " + "a" * 100_000]),
+           {431}, b"header larger")
+    packed = gzip.compress(good_body)
+    s_, _, b_ = post(server, "/v2/models/knn/infer", packed, ["Content-Encoding: gzip"])
+    check(s_ == 200 and json.loads(b_)["outputs"] == reference, f"a gzip body: {s_}")
+    bad_crc = packed[:-8] + bytes([packed[-8] ^ 0xFF]) + packed[-7:]
+    expect("a gzip body with a wrong CRC", post(server, "/v2/models/knn/infer", bad_crc, ["Content-Encoding: gzip"]),
+           {400}, b"gzip")
+    expect("a gzip body without its CRC trailer",
+           post(server, "/v2/models/knn/infer", packed[:-8], ["Content-Encoding: gzip"]), {400}, b"truncated")
+    expect("a deflate body with bytes after its end",
+           post(server, "/v2/models/knn/infer", zlib.compress(good_body) + b"xx", ["Content-Encoding: deflate"]),
+           {400}, b"after the end")
+    expect("PUT on the infer endpoint", raw(server, b"PUT /v2/models/knn/infer HTTP/1.1\r\nHost: x\r\n"
+                                                   b"Content-Length: 0\r\nConnection: close\r\n\r\n"),
+           {405}, b"not allowed")
+    expect("a malformed request line", raw(server, b"GET\x01 / HTTP/1.1\r\n\r\n"), {400}, b"malformed HTTP")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+#pragma once
+// Inference requests from the wire into InferRequest, and REST replies back onto it, for both
+// front ends. These are the parsers that take outside bytes (the fuzz targets in fuzz/ drive
+// them directly); every malformed input is a kaas::Error kInvalidArgument naming the problem.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server_adapter/scheduler.h"
+#include "server_adapter/tensor_codec.h"
+
+namespace inference {
+class ModelInferRequest;
+}
+
+namespace kaas::server {
+
+// Deeper JSON than any KServe request needs is refused before it is copied or walked (copies,
+// walks and dumps of a JSON value recurse).
+inline constexpr int kMaxJsonDepth = 32;
+
+// Parses request JSON with the nesting limit; malformed text throws kInvalidArgument
+// "malformed JSON request: ...".
+nlohmann::json parse_request_json(std::string_view text);
+
+// JSON text for a reply; invalid UTF-8 from a request (a name, an id) is replaced, never thrown on.
+std::string dump_json(const nlohmann::json& value);
+
+struct DecodedInfer {
+  InferRequest request;
+  std::vector<std::string> requested;  // requested output names (empty: all)
+  std::vector<bool> binary_output;     // REST: per requested output
+  bool all_binary = false;             // REST: binary_data_output
+  nlohmann::json id;                   // REST: the request's id, echoed (null: none)
+};
+
+// A REST infer body: JSON, or a JSON header of `header_length` bytes followed by binary tensor
+// data (the binary tensor data extension; `header_length` is the raw header value).
+DecodedInfer decode_rest_infer(std::string_view body,
+                               std::optional<std::string_view> header_length);
+
+// A gRPC ModelInferRequest (raw_input_contents or typed contents).
+DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& request);
+
+struct RestReply {
+  std::string body;
+  size_t header_length = 0;  // < body.size() when binary outputs follow the JSON header
+};
+
+// The REST reply for `outputs` of `decoded`: JSON data or binary outputs as requested.
+RestReply encode_rest_infer(const DecodedInfer& decoded, const std::vector<HostTensor>& outputs,
+                            const std::string& model, int64_t version);
+
+}  // namespace kaas::server
