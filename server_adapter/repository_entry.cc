@@ -128,13 +128,17 @@ inference::ModelConfig read_model_config(const fs::path& model_dir) {
   if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read " + file.string());
   std::stringstream text;
   text << in.rdbuf();
+  return parse_model_config(text.str(), file.string());
+}
+
+inference::ModelConfig parse_model_config(const std::string& text, const std::string& source) {
   inference::ModelConfig config;
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors;
   parser.RecordErrorsTo(&errors);
   parser.AllowUnknownField(true);  // Triton fields kaas does not use (optimization, warmup, ...)
-  if (!parser.ParseFromString(text.str(), &config))
-    throw Error(ErrorCode::kInvalidArgument, file.string() + ": " + errors.text);
+  if (!parser.ParseFromString(text, &config))
+    throw Error(ErrorCode::kInvalidArgument, source + ": " + errors.text);
   return config;
 }
 

@@ -33,6 +33,8 @@ void check_model_name(const std::string& name);
 // Parses <dir>/config.pbtxt; kNotFound without one, kInvalidArgument with the file, line and
 // column for a syntax error.
 inference::ModelConfig read_model_config(const std::filesystem::path& model_dir);
+// The same for config.pbtxt text read elsewhere; `source` names it in messages.
+inference::ModelConfig parse_model_config(const std::string& text, const std::string& source);
 
 // Triton's model configuration JSON (what TRITONBACKEND_ModelConfig gives a backend) as a
 // ModelConfig; fields kaas does not use are ignored. kInvalidArgument for malformed JSON.
