@@ -17,7 +17,7 @@ targets=("$@")
 if ((${#targets[@]} == 0)); then targets=(rest_infer grpc_infer model_config onnx_import npy); fi
 
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DKAAS_FUZZ=ON -DKAAS_ENABLE_OPENMP=OFF -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
+  -DKAAS_FUZZ=ON -DKAAS_ENABLE_OPENMP=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
   -DKAAS_BUILD_TESTS=OFF -DKAAS_BUILD_BENCH=OFF > build/fuzz-configure.log
 cmake --build build/fuzz -j "$jobs" --target "${targets[@]/#/kaas-fuzz-}"
 
