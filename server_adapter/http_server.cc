@@ -370,25 +370,36 @@ void HttpServer::Impl::accept() {
 }
 
 void HttpServer::Impl::open(tcp::socket socket) {
-  std::lock_guard lock(mutex);
-  if (sessions.size() >= size_t(options.max_connections)) {
-    beast::error_code ignored;
-    socket.close(ignored);  // over the connection limit: refused at once
-    return;
+  {
+    std::lock_guard lock(mutex);
+    if (sessions.size() >= size_t(options.max_connections)) {
+      beast::error_code ignored;
+      socket.close(ignored);  // over the connection limit: refused at once
+      return;
+    }
   }
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);  // small replies must not wait for an ACK
-  const uint64_t id = next_id++;
-  auto launch = [&](auto session) {
-    sessions[id] = session;
+  // The mutex is not held where a session can be destroyed: its destructor takes it.
+  auto launch = [this](auto session, uint64_t id) {
+    {
+      std::lock_guard lock(mutex);
+      sessions[id] = session;
+    }
     net::post(session->executor(), [session] { session->start(); });
   };
+  uint64_t id;
+  {
+    std::lock_guard lock(mutex);
+    id = next_id++;
+  }
   if (tls) {
     using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-    launch(std::make_shared<Session<TlsStream>>(this, TlsStream(std::move(socket), *tls), id));
+    launch(std::make_shared<Session<TlsStream>>(this, TlsStream(std::move(socket), *tls), id), id);
   } else {
     launch(std::make_shared<Session<beast::tcp_stream>>(this, beast::tcp_stream(std::move(socket)),
-                                                        id));
+                                                        id),
+           id);
   }
 }
 
