@@ -39,8 +39,15 @@ size_t element_size(DataType dtype) {
 }
 
 int64_t element_count(std::span<const int64_t> shape) {
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    // Found by fuzzing (.npy header, ONNX initializer dims): a product beyond int64 is an error.
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "shape " + shape_string(shape) + " has more elements than int64 can count");
+  }
   return n;
 }
 
