@@ -9,7 +9,9 @@
 // result does not depend on the other rows of the call (a patch's scores do not depend on how
 // it was batched).
 
+#if defined(_OPENMP)
 #include <omp.h>
+#endif
 
 #include <algorithm>
 
@@ -84,10 +86,16 @@ void gemm(const GemmRowMajorArgs& g) {
   const int64_t panels = (g.n + cols - 1) / cols;
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
   // Inside an active parallel region the call stays on the calling thread (as launch()).
+#if defined(_OPENMP)
   const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
 #pragma omp parallel if (parallel)
+#endif
   {
+#if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+#else  // built without OpenMP (the ThreadSanitizer build): one thread does every tile
+    const int64_t threads = 1, t = 0;
+#endif
     const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
     for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += kDepth) {
       const int64_t kc = std::min(kDepth, g.k - k0);

@@ -1,6 +1,7 @@
 #include "server_adapter/client/direct_client.h"
 
 #include <cstring>
+#include <utility>
 
 #include "server_adapter/client/conversion.h"
 #include "server_adapter/repository_entry.h"
@@ -55,13 +56,31 @@ DirectClient::~DirectClient() {
 InferResult DirectClient::execute(const CallRequest& request) {
   const auto start = Clock::now();
   const auto& options = request.options;
-  std::unique_lock lock(run_mutex_, std::defer_lock);
-  if (options.deadline) {
-    if (!lock.try_lock_until(start + *options.deadline))
-      deadline_exceeded(model_name(), options, "waiting for the model");
-  } else {
-    lock.lock();
+  {
+    std::unique_lock lock(run_mutex_);
+    const auto free = [this] { return !running_; };
+    if (options.deadline) {
+      if (!run_free_.wait_until(lock, start + *options.deadline, free))
+        deadline_exceeded(model_name(), options, "waiting for the model");
+    } else {
+      run_free_.wait(lock, free);
+    }
+    running_ = true;
   }
+  // Frees the model for the next call however this one ends (model errors throw).
+  struct Turn {
+    DirectClient& client;
+    bool held = true;
+    void end() {
+      if (!std::exchange(held, false)) return;
+      {
+        std::lock_guard lock(client.run_mutex_);
+        client.running_ = false;
+      }
+      client.run_free_.notify_one();
+    }
+    ~Turn() { end(); }
+  } turn{*this};
   std::vector<std::vector<HostTensor>> per_entry;
   const bool joined = batch_mode() == BatchMode::kRectangular && request.entries.size() > 1;
   if (joined) {
@@ -73,7 +92,7 @@ InferResult DirectClient::execute(const CallRequest& request) {
       per_entry.push_back(model_->run(views));
     }
   }
-  lock.unlock();
+  turn.end();
   for (auto& outputs : per_entry)
     outputs = keep_outputs(std::move(outputs), options.outputs, model_name());
   const auto end = Clock::now();

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <condition_variable>
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
@@ -273,42 +272,50 @@ InferResult RemoteClient::execute(const CallRequest& request) {
   const int window = std::max(options_.max_in_flight, 1);
   for (int attempt = 0;; ++attempt) {
     info.attempts = attempt + 1;
-    std::mutex mutex;
-    std::condition_variable done;
+    // The calling thread drains its own completion queue: a call is started and finished on the
+    // same thread (no gRPC callback thread touches this frame), and the connection's channel is
+    // shared by every caller.
+    grpc::CompletionQueue queue;
     int outstanding = 0;
     std::vector<std::unique_ptr<Flight>> flights(todo.size());
     auto wait_for = [&](int at_most) {
-      std::unique_lock lock(mutex);
-      done.wait(lock, [&] { return outstanding <= at_most; });
-    };
-    try {
-      for (size_t k = 0; k < todo.size(); ++k) {
-        wait_for(window - 1);  // bounds the request memory alive at once
-        auto flight = std::make_unique<Flight>();
-        flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
-        info.bytes_sent += int64_t(flight->request.ByteSizeLong());
-        if (request.options.deadline)
-          flight->context.set_deadline(std::chrono::system_clock::now() +
-                                       *request.options.deadline);
-        if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
-        Flight* f = flight.get();
-        flights[k] = std::move(flight);
-        {
-          std::lock_guard lock(mutex);
-          ++outstanding;
-        }
-        stub.async()->ModelInfer(&f->context, &f->request, &f->response,
-                                 [&, f](grpc::Status status) {
-                                   inference::ModelInferRequest().Swap(&f->request);  // free it
-                                   std::lock_guard lock(mutex);
-                                   f->status = std::move(status);
-                                   --outstanding;
-                                   done.notify_all();
-                                 });
+      while (outstanding > at_most) {
+        void* tag = nullptr;
+        bool ok = false;
+        if (!queue.Next(&tag, &ok)) break;  // only after Shutdown()
+        --outstanding;
+        Flight& f = *flights[reinterpret_cast<uintptr_t>(tag)];
+        inference::ModelInferRequest().Swap(&f.request);  // free it
+        if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
       }
-    } catch (...) {
-      wait_for(0);  // the callbacks use this frame
-      throw;
+    };
+    // However the attempt ends, no call may still refer to this frame or to the queue.
+    struct Drain {
+      grpc::CompletionQueue& queue;
+      decltype(wait_for)& wait;
+      ~Drain() {
+        wait(0);
+        queue.Shutdown();
+        void* tag;
+        bool ok;
+        while (queue.Next(&tag, &ok)) {
+        }
+      }
+    } drain{queue, wait_for};
+    for (size_t k = 0; k < todo.size(); ++k) {
+      wait_for(window - 1);  // bounds the request memory alive at once
+      auto flight = std::make_unique<Flight>();
+      flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
+      info.bytes_sent += int64_t(flight->request.ByteSizeLong());
+      if (request.options.deadline)
+        flight->context.set_deadline(std::chrono::system_clock::now() + *request.options.deadline);
+      if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+      Flight& f = *flight;
+      flights[k] = std::move(flight);
+      auto call = stub.PrepareAsyncModelInfer(&f.context, f.request, &queue);
+      call->StartCall();
+      call->Finish(&f.response, &f.status, reinterpret_cast<void*>(uintptr_t(k)));
+      ++outstanding;
     }
     wait_for(0);
     std::vector<size_t> again;

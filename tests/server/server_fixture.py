@@ -44,6 +44,12 @@ def write_repository(make_repository_bin, directory, target="kaas"):
                    stdout=subprocess.DEVNULL)
 
 
+def test_backend():
+    """The backend the server tests run on: openmp, or what a build without OpenMP (the
+    ThreadSanitizer build) names in KAAS_TEST_SERVER_BACKEND."""
+    return os.environ.get("KAAS_TEST_SERVER_BACKEND", "openmp")
+
+
 class ServerProcess:
     """A server process on loopback with its log in a temporary file; stop() sends SIGTERM."""
 
@@ -79,7 +85,8 @@ class ServerProcess:
 
 
 class KaasServer(ServerProcess):
-    def __init__(self, server_bin, repository, extra_args=(), backend="openmp"):
+    def __init__(self, server_bin, repository, extra_args=(), backend=None):
+        backend = backend or test_backend()
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kaas-server-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
             [server_bin, "--model-repository", str(repository), "--http-port", "0", "--grpc-port", "0",

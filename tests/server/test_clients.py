@@ -23,7 +23,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, check, expect_error, failures, write_repository  # noqa: E402
+from server_fixture import (KaasServer, check, expect_error, failures, test_backend,  # noqa: E402
+                            write_repository)
 
 EMTRK = "emtrkmichelid"
 EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
@@ -31,7 +32,7 @@ def in_process(infer_bin, model, patches, tmp):
     """kaas-infer on the same model file, planned for the same max batch as the server."""
     np.save(tmp / "in.npy", patches)
     out = tmp / "ref"
-    subprocess.run([infer_bin, "--model", str(model), "--backend", "openmp", "--input",
+    subprocess.run([infer_bin, "--model", str(model), "--backend", test_backend(), "--input",
                     f"main_input={tmp / 'in.npy'}", "--output-dir", str(out), "--batch", "1024"],
                    check=True, stdout=subprocess.DEVNULL)
     return [np.load(out / (name.replace("/", "_") + ".npy")) for name in EMTRK_OUTPUTS]
