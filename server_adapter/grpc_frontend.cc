@@ -125,6 +125,7 @@ class Service final : public inference::GRPCInferenceService::Service {
 
   Status ModelInfer(ServerContext* context, const inference::ModelInferRequest* q,
                     inference::ModelInferResponse* r) override {
+    const MemoryTrimmer::Scope trim_after(state_.memory_trimmer, int64_t(q->ByteSizeLong()));
     return guarded([&] {
       if (!state_.ready.load())
         throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");

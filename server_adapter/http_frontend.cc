@@ -194,8 +194,10 @@ struct HttpFrontend::Impl {
   HttpResponse infer(const HttpRequest& req, const Groups& g) {
     if (!state.ready.load())
       throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
+    MemoryTrimmer::Scope trim_after(state.memory_trimmer, int64_t(req.body.size()));
     const auto model = model_of(g);
     const std::string body = decoded_body(req);
+    trim_after.at_least(int64_t(body.size()));
     DecodedInfer decoded = decode_rest_infer(body, req.header("Inference-Header-Content-Length"));
     check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
     const auto outputs = model->scheduler->submit(std::move(decoded.request)).get();

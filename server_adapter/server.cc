@@ -8,6 +8,8 @@ Server::Server(const ServerOptions& options) {
   const Backend& backend =
       options.backend == "auto" ? default_backend() : find_backend(options.backend);
   state_.backend_name = std::string(backend.name());
+  memory_trimmer_ = std::make_unique<MemoryTrimmer>();
+  state_.memory_trimmer = memory_trimmer_.get();
   repository_ =
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
   state_.repository = repository_.get();

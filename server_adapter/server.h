@@ -34,6 +34,7 @@ class Server {
 
  private:
   ServerState state_;
+  std::unique_ptr<MemoryTrimmer> memory_trimmer_;  // outlives the front ends that report to it
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<GrpcFrontend> grpc_;
   std::unique_ptr<HttpFrontend> http_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "server_adapter/memory_trimmer.h"
 #include "server_adapter/model_repository.h"
 
 namespace kaas::server {
@@ -27,6 +28,7 @@ struct ServerState {
   ModelRepository* repository = nullptr;
   std::atomic<bool> ready{false};  // false before start and once shutdown begins
   std::string backend_name;
+  MemoryTrimmer* memory_trimmer = nullptr;  // told the size of every inference request
 };
 
 // The platform a model reports in metadata: config platform, else its backend.

@@ -8,6 +8,7 @@ Usage: test_reliability.py --server BIN --make-repository BIN
 import argparse
 import gzip
 import json
+import os
 import pathlib
 import socket
 import sys
@@ -207,8 +208,46 @@ def run(server):
     check("out of range" in reason and "stoll" not in reason, f"version directory beyond int64: '{reason[:100]}'")
     reason = index["config_dir"].reason if "config_dir" in index else ""
     check("not a regular file" in reason, f"config.pbtxt that is a directory: '{reason[:100]}'")
+    huge_message(server, stub)
+    still_serving("a 512 MB gRPC message")
     transport(server, good_body, reference, expect)
     still_serving("the whole battery")
+
+
+def rss_mib(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def huge_message(server, stub):
+    """A rejected 512 MB gRPC request: INVALID_ARGUMENT, and the server's RSS comes back to
+    where it was (the heap is trimmed after large requests) instead of keeping the pages."""
+    before = rss_mib(server.process.pid)
+    n = 512 * 1024 * 1024 // 12
+    request = service_pb2.ModelInferRequest(model_name="knn")
+    request.inputs.add(name="points", datatype="FP32", shape=[n, 3])
+    request.inputs.add(name="row_splits", datatype="INT64", shape=[3])
+    request.raw_input_contents.append(bytes(n * 12))
+    request.raw_input_contents.append(np.array([0, 5, 4], dtype=np.int64).tobytes())
+    code = None
+    try:
+        stub.ModelInfer(request, timeout=300)
+    except grpc.RpcError as e:
+        code = e.code()
+    del request
+    check(code == grpc.StatusCode.INVALID_ARGUMENT, f"512 MB gRPC request with bad row_splits: {code}")
+    if os.environ.get("KAAS_TEST_SANITIZER") == "thread":
+        print("skip  RSS after the 512 MB message (ThreadSanitizer's allocator keeps its pages)")
+        return
+    after = rss_mib(server.process.pid)
+    for _ in range(50):  # the trimmer runs once a second
+        if after <= before + 64:
+            break
+        time.sleep(0.2)
+        after = rss_mib(server.process.pid)
+    check(after <= before + 64, f"RSS after the 512 MB message: {before:.0f} -> {after:.0f} MiB (bound +64)")
 
 
 def read_responses(sock, count, timeout=30):
