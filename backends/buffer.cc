@@ -1,4 +1,4 @@
-#include "backends/buffer.h"
+#include "kaas/backends/buffer.h"
 
 #include <cstdlib>
 #include <new>

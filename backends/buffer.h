@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "backends/backend.h"
-#include "backends/error.h"
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 
 namespace kaas {
 

@@ -12,7 +12,7 @@
     "kaas: more than one backend selected; define exactly one KAAS_BACKEND_{SERIAL,OPENMP,GPU_EMU,CUDA,HIP}"
 #endif
 
-#include "backends/portability.h"
+#include "kaas/backends/portability.h"
 
 #if defined(KAAS_BACKEND_SERIAL)
 #define KAAS_BACKEND_NS serial

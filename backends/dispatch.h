@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "backends/error.h"
-#include "backends/queue.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/queue.h"
 #include "kaas/build_config.h"
 
 #define KAAS_EXPAND_IF_0(...)

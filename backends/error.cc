@@ -1,4 +1,4 @@
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 #include <sstream>
 

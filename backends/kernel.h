@@ -20,20 +20,20 @@
 //  - Math through kaas::math (backends/math.h); atomics through ctx.atomic_add/max/min.
 //  - No #ifdef on the backend in a kernel.
 
-#include "backends/config.h"
-#include "backends/error.h"
-#include "backends/math.h"
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/config.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/math.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 
 #if defined(KAAS_BACKEND_SERIAL)
-#include "backends/cpu/launch_serial.h"
+#include "kaas/backends/cpu/launch_serial.h"
 #elif defined(KAAS_BACKEND_OPENMP)
-#include "backends/cpu/launch_openmp.h"
+#include "kaas/backends/cpu/launch_openmp.h"
 #elif defined(KAAS_BACKEND_GPU_EMU)
-#include "backends/gpu_emu/launch.h"
+#include "kaas/backends/gpu_emu/launch.h"
 #else
-#include "backends/gpu/launch.h"
+#include "kaas/backends/gpu/launch.h"
 #endif
 
 namespace kaas::KAAS_BACKEND_NS {

@@ -1,9 +1,9 @@
-#include "backends/launch_check.h"
+#include "kaas/backends/launch_check.h"
 
 #include <string>
 
-#include "backends/error.h"
-#include "backends/queue.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/portability.h"
+#include "kaas/backends/portability.h"
 
 namespace kaas::math {
 

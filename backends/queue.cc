@@ -1,8 +1,8 @@
-#include "backends/queue.h"
+#include "kaas/backends/queue.h"
 
 #include <utility>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas {
 

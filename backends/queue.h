@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backends/portability.h"
+#include "kaas/backends/portability.h"
 
 namespace kaas {
 

@@ -1,8 +1,8 @@
 #include <array>
 #include <string>
 
-#include "backends/backend.h"
-#include "backends/error.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
 
 namespace kaas {

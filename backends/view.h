@@ -6,7 +6,7 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "backends/portability.h"
+#include "kaas/backends/portability.h"
 
 namespace kaas {
 

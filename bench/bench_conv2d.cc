@@ -11,10 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/buffer.h"
 #include "bench/counters.h"
 #include "bench/registry.h"
-#include "kernels/conv2d.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/conv2d.h"
 
 #if KAAS_BENCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>

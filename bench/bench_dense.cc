@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
 #include "bench/counters.h"
 #include "bench/registry.h"
+#include "kaas/backends/buffer.h"
 #include "kaas/build_config.h"
-#include "kernels/gemm.h"
-#include "kernels/softmax.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/kernels/softmax.h"
 
 #if KAAS_HAVE_OPENBLAS
 #include <cblas.h>

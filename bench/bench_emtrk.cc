@@ -32,12 +32,12 @@
 #include <utility>
 #include <vector>
 
-#include "backends/backend.h"
 #include "bench/counters.h"
 #include "bench/registry.h"
-#include "models/emtrk_model.h"
-#include "models/onnx_model.h"
-#include "models/tensor.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/models/onnx_model.h"
+#include "kaas/models/tensor.h"
 
 #if KAAS_BENCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
 #include "bench/counters.h"
 #include "bench/registry.h"
-#include "kernels/axpy.h"
-#include "kernels/reduce.h"
-#include "kernels/scan.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/axpy.h"
+#include "kaas/kernels/reduce.h"
+#include "kaas/kernels/scan.h"
 
 namespace kaas::bench {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
 #include "bench/registry.h"
-#include "kernels/knn.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/knn.h"
 
 #ifndef KAAS_BENCH_PEERS_DIR
 #define KAAS_BENCH_PEERS_DIR "bench/peers"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bench/registry.h"
-#include "models/emtrk_model.h"
-#include "models/michel_from_image.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/models/michel_from_image.h"
 
 namespace kaas::bench {
 namespace {

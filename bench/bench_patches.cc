@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
 #include "bench/counters.h"
 #include "bench/registry.h"
-#include "kernels/patches.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/patches.h"
 
 namespace kaas::bench {
 namespace {

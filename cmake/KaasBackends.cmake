@@ -6,7 +6,8 @@
 #        lacks)
 #
 # kaas_add_backend_objects(<target> SOURCES <files...> [BACKENDS <backends...>])
-# adds the objects to the existing library <target>; BACKENDS defaults to all enabled ones.
+# adds the objects to the existing library <target> (and lists them in its KAAS_BACKEND_OBJECTS
+# property); BACKENDS defaults to all enabled ones.
 
 set(_kaas_include_dirs ${PROJECT_SOURCE_DIR} ${KAAS_GENERATED_DIR})
 
@@ -64,6 +65,7 @@ function(kaas_add_backend_objects target)
         list(APPEND objects ${obj})
       endforeach()
       target_sources(${target} PRIVATE ${objects})
+      set_property(TARGET ${target} APPEND PROPERTY KAAS_BACKEND_OBJECTS ${objects})
       target_link_libraries(${target} PUBLIC hip::host)
       continue()
     else()
@@ -78,6 +80,9 @@ function(kaas_add_backend_objects target)
     target_compile_definitions(${objlib} PRIVATE KAAS_BACKEND_${upper}=1)
     target_include_directories(${objlib} PRIVATE ${_kaas_include_dirs})
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:${objlib}>)
+    # $<TARGET_OBJECTS:${target}> leaves these out; the shared libraries of the installed
+    # package (KaasPackage.cmake) take them from here.
+    set_property(TARGET ${target} APPEND PROPERTY KAAS_BACKEND_OBJECTS $<TARGET_OBJECTS:${objlib}>)
     if(backend STREQUAL "openmp")
       target_link_libraries(${target} PUBLIC OpenMP::OpenMP_CXX)
     elseif(backend STREQUAL "cuda")

@@ -1,6 +1,6 @@
 // The .npy reader (format versions 1.0 to 3.0).
 
-#include "models/npy.h"
+#include "kaas/models/npy.h"
 #include "fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // (Building device buffers is left out: that is sized by the declared shapes, not parsing.)
 
 #include "fuzz/fuzz_target.h"
-#include "models/onnx_graph.h"
+#include "kaas/models/onnx_graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   onnx::ModelProto model;

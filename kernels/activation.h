@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "backends/math.h"
-#include "backends/portability.h"
+#include "kaas/backends/math.h"
+#include "kaas/backends/portability.h"
 
 namespace kaas {
 

@@ -1,6 +1,6 @@
-#include "kernels/axpy.h"
+#include "kaas/kernels/axpy.h"
 
-#include "kernels/detail/checks.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

@@ -1,10 +1,10 @@
 #pragma once
 // axpy: y[i] = a * x[i] + y[i], the elementwise example kernel.
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 
 namespace kaas {
 

@@ -1,7 +1,7 @@
 // axpy for one backend (see backends/kernel.h for how kernels are written).
 
-#include "kernels/axpy.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/axpy.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -1,13 +1,13 @@
-#include "kernels/conv2d.h"
+#include "kaas/kernels/conv2d.h"
 
-#include "backends/cpu/cpu_features.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "kernels/cpu/conv2d_cpu_fast.h"
-#include "kernels/detail/checks.h"
+#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

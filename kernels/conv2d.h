@@ -19,11 +19,11 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
-#include "kernels/activation.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
+#include "kaas/kernels/activation.h"
 
 namespace kaas {
 

@@ -6,8 +6,8 @@
 // Each element computes 4 x 4 micro-tiles (registers on a GPU, one SIMD-friendly block on the
 // CPU); the accumulators survive the chunk loop's sync()s in shared memory.
 
-#include "kernels/conv2d.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -1,8 +1,8 @@
-#include "kernels/elementwise.h"
+#include "kaas/kernels/elementwise.h"
 
 #include <string>
 
-#include "kernels/detail/checks.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

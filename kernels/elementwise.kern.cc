@@ -1,7 +1,7 @@
 // Strided copy / broadcasting binary op for one backend (see backends/kernel.h).
 
-#include "kernels/elementwise.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/elementwise.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

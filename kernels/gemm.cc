@@ -1,12 +1,12 @@
-#include "kernels/gemm.h"
+#include "kaas/kernels/gemm.h"
 
 #include <string>
 #include <vector>
 
-#include "backends/blas/vendor_blas.h"
-#include "backends/cpu/cpu_features.h"
-#include "kernels/cpu/gemm_cpu_fast.h"
-#include "kernels/detail/checks.h"
+#include "kaas/backends/blas/vendor_blas.h"
+#include "kaas/backends/cpu/cpu_features.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

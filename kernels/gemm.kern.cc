@@ -1,7 +1,7 @@
 // The portable tiled GEMM for one backend, and the element-wise passes around vendor BLAS.
 
-#include "kernels/gemm.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

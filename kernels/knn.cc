@@ -1,4 +1,4 @@
-#include "kernels/knn.h"
+#include "kaas/kernels/knn.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
-#include "kernels/detail/checks.h"
-#include "kernels/scan.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/scan.h"
 
 namespace kaas {
 

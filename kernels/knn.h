@@ -30,10 +30,10 @@
 
 #include <cstdint>
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 
 namespace kaas {
 

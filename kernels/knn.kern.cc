@@ -1,8 +1,8 @@
 // Exact kNN for one backend: input check, brute force, and the binned grid (count, scatter,
 // search). See kernels/knn.h for the output contract.
 
-#include "kernels/knn.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/knn.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

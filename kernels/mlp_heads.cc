@@ -1,8 +1,8 @@
-#include "kernels/mlp_heads.h"
+#include "kaas/kernels/mlp_heads.h"
 
 #include <string>
 
-#include "kernels/detail/checks.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

@@ -6,11 +6,11 @@
 // (EmTrkMichelId: Dense 32 ReLU, then em_trk_none Softmax [3] and michel Sigmoid [1]). One
 // element per row keeps h in registers; the weights are small and shared by every row.
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
-#include "kernels/activation.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
+#include "kaas/kernels/activation.h"
 
 namespace kaas {
 

@@ -1,7 +1,7 @@
 // mlp_two_heads for one backend (see backends/kernel.h).
 
-#include "kernels/mlp_heads.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/mlp_heads.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

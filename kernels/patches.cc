@@ -1,4 +1,4 @@
-#include "kernels/patches.h"
+#include "kaas/kernels/patches.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
-#include "kernels/detail/checks.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

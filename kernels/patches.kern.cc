@@ -1,7 +1,7 @@
 // Patch extraction and cluster aggregation for one backend (semantics in kernels/patches.h).
 
-#include "kernels/patches.h"
-#include "backends/kernel.h"
+#include "kaas/kernels/patches.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -1,7 +1,7 @@
-#include "kernels/reduce.h"
+#include "kaas/kernels/reduce.h"
 
-#include "backends/buffer.h"
-#include "kernels/detail/checks.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

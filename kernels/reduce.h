@@ -2,10 +2,10 @@
 // Reductions: per-row (one group per row, shared memory + sync) and over a whole vector (two
 // passes: a partial per group, then one group over the partials).
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 
 namespace kaas {
 

@@ -1,8 +1,8 @@
 // Row and whole-vector reductions for one backend.
 
-#include "kernels/reduce.h"
-#include "backends/kernel.h"
-#include "kernels/detail/group_reduce.h"
+#include "kaas/kernels/reduce.h"
+#include "kaas/backends/kernel.h"
+#include "kaas/kernels/detail/group_reduce.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

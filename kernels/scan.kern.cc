@@ -1,8 +1,8 @@
 // Exclusive prefix scan for one backend.
 
-#include "kernels/scan.h"
-#include "backends/kernel.h"
-#include "kernels/detail/group_reduce.h"
+#include "kaas/kernels/scan.h"
+#include "kaas/backends/kernel.h"
+#include "kaas/kernels/detail/group_reduce.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

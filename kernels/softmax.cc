@@ -1,6 +1,6 @@
-#include "kernels/softmax.h"
+#include "kaas/kernels/softmax.h"
 
-#include "kernels/detail/checks.h"
+#include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
 

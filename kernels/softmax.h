@@ -3,11 +3,11 @@
 // sigmoid) as standalone kernels. The same activations are fused epilogues of conv2d and gemm
 // (kernels/activation.h).
 
-#include "backends/dispatch.h"
-#include "backends/launch_config.h"
-#include "backends/queue.h"
-#include "backends/view.h"
-#include "kernels/activation.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
+#include "kaas/kernels/activation.h"
 
 namespace kaas {
 

@@ -1,8 +1,8 @@
 // Softmax / log-softmax and elementwise activations for one backend.
 
-#include "kernels/softmax.h"
-#include "backends/kernel.h"
-#include "kernels/detail/group_reduce.h"
+#include "kaas/kernels/softmax.h"
+#include "kaas/backends/kernel.h"
+#include "kaas/kernels/detail/group_reduce.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

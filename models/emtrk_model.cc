@@ -1,4 +1,4 @@
-#include "models/emtrk_model.h"
+#include "kaas/models/emtrk_model.h"
 
 #include <cmath>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 

@@ -1,9 +1,9 @@
-#include "models/knn_model.h"
+#include "kaas/models/knn_model.h"
 
 #include <mutex>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 

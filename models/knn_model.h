@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "backends/backend.h"
-#include "kernels/knn.h"
-#include "models/model.h"
+#include "kaas/backends/backend.h"
+#include "kaas/kernels/knn.h"
+#include "kaas/models/model.h"
 
 namespace kaas::models {
 

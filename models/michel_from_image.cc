@@ -1,10 +1,10 @@
-#include "models/michel_from_image.h"
+#include "kaas/models/michel_from_image.h"
 
 #include <mutex>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/onnx_model.h"
 
 namespace kaas::models {
 

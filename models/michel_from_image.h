@@ -19,9 +19,9 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "backends/backend.h"
-#include "kernels/patches.h"
-#include "models/model.h"
+#include "kaas/backends/backend.h"
+#include "kaas/kernels/patches.h"
+#include "kaas/models/model.h"
 
 namespace kaas::models {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/tensor.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models {
 

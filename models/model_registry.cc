@@ -1,12 +1,12 @@
-#include "models/model_registry.h"
+#include "kaas/models/model_registry.h"
 
 #include <charconv>
 #include <mutex>
 
-#include "backends/error.h"
-#include "models/knn_model.h"
-#include "models/michel_from_image.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/knn_model.h"
+#include "kaas/models/michel_from_image.h"
+#include "kaas/models/onnx_model.h"
 
 namespace kaas::models {
 

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/backend.h"
-#include "models/model.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/model.h"
 
 namespace kaas::models {
 

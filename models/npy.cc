@@ -1,10 +1,10 @@
-#include "models/npy.h"
+#include "kaas/models/npy.h"
 
 #include <cctype>
 #include <fstream>
 #include <sstream>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 

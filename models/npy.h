@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "models/tensor.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models {
 

@@ -1,10 +1,10 @@
-#include "models/onnx_fused.h"
+#include "kaas/models/onnx_fused.h"
 
 #include <algorithm>
 
-#include "kernels/conv2d.h"
-#include "kernels/gemm.h"
-#include "kernels/mlp_heads.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/kernels/mlp_heads.h"
 
 namespace kaas::models::onnx_import {
 

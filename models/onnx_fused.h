@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "backends/queue.h"
-#include "models/onnx_graph.h"
+#include "kaas/backends/queue.h"
+#include "kaas/models/onnx_graph.h"
 
 namespace kaas::models::onnx_import {
 

@@ -1,4 +1,4 @@
-#include "models/onnx_graph.h"
+#include "kaas/models/onnx_graph.h"
 
 #include <onnx/checker.h>
 
@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "backends/error.h"
-#include "models/tensor.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {
 

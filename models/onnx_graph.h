@@ -9,10 +9,10 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "kernels/activation.h"
-#include "kernels/conv2d.h"
-#include "kernels/gemm.h"
-#include "kernels/softmax.h"
+#include "kaas/kernels/activation.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/kernels/softmax.h"
 
 namespace kaas::models::onnx_import {
 

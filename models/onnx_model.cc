@@ -1,4 +1,4 @@
-#include "models/onnx_model.h"
+#include "kaas/models/onnx_model.h"
 
 #include <algorithm>
 #include <fstream>
@@ -6,12 +6,12 @@
 #include <mutex>
 #include <set>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
-#include "backends/queue.h"
-#include "kernels/elementwise.h"
-#include "models/onnx_fused.h"
-#include "models/onnx_graph.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/queue.h"
+#include "kaas/kernels/elementwise.h"
+#include "kaas/models/onnx_fused.h"
+#include "kaas/models/onnx_graph.h"
 
 namespace kaas::models {
 

@@ -18,9 +18,9 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "backends/backend.h"
-#include "backends/queue.h"
-#include "models/model.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/queue.h"
+#include "kaas/models/model.h"
 
 namespace kaas::models {
 

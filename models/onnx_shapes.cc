@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "backends/error.h"
-#include "models/onnx_graph.h"
-#include "models/tensor.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/onnx_graph.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {
 

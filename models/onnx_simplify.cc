@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "models/onnx_graph.h"
-#include "models/tensor.h"
+#include "kaas/models/onnx_graph.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {
 

@@ -1,6 +1,6 @@
-#include "models/tensor.h"
+#include "kaas/models/tensor.h"
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 

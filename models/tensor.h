@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then builds and tests three configurations:
+# The test command: installs what is missing, then builds and tests four configurations:
 #   1. g++ + libgomp, every backend (CUDA sm_80/sm_90 and HIP gfx90a/gfx940 compile and link;
 #      their runtime tests skip without a device), -Werror; the whole ctest suite; then a short
 #      version of the run command (kaas-server + kaas-reco on small events) on that build
+#      and installs it to a temporary prefix, against which examples/consumer is built and run
 #   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends
 #   3. clang++ + LLVM's OpenMP runtime (libomp), CPU backends, -Werror
 #   4. g++ with ThreadSanitizer, serial + gpu_emu (libgomp is not instrumented): only the server,
@@ -30,6 +31,14 @@ bash scripts/ptxas_summary.sh build/test-gcc
 step "the run command, short: server + kaas-reco on 2 small events (build/test-gcc)"
 KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 \
   KAAS_RECO_ARGS="--wires 480 --ticks 3000 --tracks 16 --showers 4" bash scripts/run.sh
+
+step "kaas as a package: install build/test-gcc to a temporary prefix, build examples/consumer against it"
+package_work=$(mktemp -d)
+trap 'rm -rf "$package_work"' EXIT
+cmake --install build/test-gcc --prefix "$package_work/prefix" > "$package_work/install.log" ||
+  { cat "$package_work/install.log"; exit 1; }
+.venv/bin/python tests/package/test_consumer.py --prefix "$package_work/prefix" \
+  --source-dir "$KAAS_ROOT" --build-dir build/test-gcc --work-dir "$package_work/work"
 
 step "2/4 g++ ASan + UBSan, CPU backends"
 cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \

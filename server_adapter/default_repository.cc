@@ -1,13 +1,13 @@
-#include "server_adapter/default_repository.h"
+#include "kaas/server_adapter/default_repository.h"
 
 #include <google/protobuf/text_format.h>
 
 #include <fstream>
 #include <string>
 
-#include "backends/error.h"
-#include "models/emtrk_model.h"
-#include "server_adapter/repository_entry.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/server_adapter/repository_entry.h"
 
 namespace kaas::server {
 

@@ -1,4 +1,4 @@
-#include "server_adapter/grpc_frontend.h"
+#include "kaas/server_adapter/grpc_frontend.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "backends/error.h"
 #include "grpc_service.grpc.pb.h"
-#include "server_adapter/infer_codec.h"
+#include "kaas/backends/error.h"
+#include "kaas/server_adapter/infer_codec.h"
 
 namespace kaas::server {
 

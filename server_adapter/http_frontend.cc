@@ -1,4 +1,4 @@
-#include "server_adapter/http_frontend.h"
+#include "kaas/server_adapter/http_frontend.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <zlib.h>
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "backends/error.h"
-#include "server_adapter/infer_codec.h"
+#include "kaas/backends/error.h"
+#include "kaas/server_adapter/infer_codec.h"
 
 namespace kaas::server {
 

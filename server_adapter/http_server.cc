@@ -1,4 +1,4 @@
-#include "server_adapter/http_server.h"
+#include "kaas/server_adapter/http_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

@@ -1,10 +1,10 @@
-#include "server_adapter/infer_codec.h"
+#include "kaas/server_adapter/infer_codec.h"
 
 #include <climits>
 #include <cstdlib>
 
-#include "backends/error.h"
 #include "grpc_service.pb.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "server_adapter/scheduler.h"
-#include "server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/scheduler.h"
+#include "kaas/server_adapter/tensor_codec.h"
 
 namespace inference {
 class ModelInferRequest;

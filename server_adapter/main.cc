@@ -10,7 +10,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "server_adapter/server.h"
+#include "kaas/server_adapter/server.h"
 
 // Every open connection is a descriptor: the soft limit (often 1024) is raised to the hard one
 // so that idle connections cannot use up what new clients and model files need.

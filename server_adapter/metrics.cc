@@ -1,6 +1,6 @@
-#include "server_adapter/metrics.h"
+#include "kaas/server_adapter/metrics.h"
 
-#include "server_adapter/http_server.h"
+#include "kaas/server_adapter/http_server.h"
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
@@ -8,7 +8,7 @@
 
 #include <thread>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "server_adapter/server_state.h"
+#include "kaas/server_adapter/server_state.h"
 
 namespace kaas::server {
 

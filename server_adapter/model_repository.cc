@@ -1,8 +1,8 @@
-#include "server_adapter/model_repository.h"
+#include "kaas/server_adapter/model_repository.h"
 
 #include <algorithm>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
+#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/scheduler.h"
+#include "kaas/server_adapter/stats.h"
 #include "model_config.pb.h"
-#include "server_adapter/repository_entry.h"
-#include "server_adapter/scheduler.h"
-#include "server_adapter/stats.h"
 
 namespace kaas::server {
 

@@ -1,4 +1,4 @@
-#include "server_adapter/repository_entry.h"
+#include "kaas/server_adapter/repository_entry.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::repository {
 

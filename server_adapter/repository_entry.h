@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/model_registry.h"
 #include "model_config.pb.h"
-#include "models/model_registry.h"
 
 namespace kaas::repository {
 

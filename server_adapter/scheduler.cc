@@ -1,8 +1,8 @@
-#include "server_adapter/scheduler.h"
+#include "kaas/server_adapter/scheduler.h"
 
 #include <algorithm>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

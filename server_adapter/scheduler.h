@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "models/model.h"
-#include "server_adapter/stats.h"
+#include "kaas/models/model.h"
+#include "kaas/server_adapter/stats.h"
 
 namespace kaas::server {
 

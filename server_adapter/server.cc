@@ -1,6 +1,6 @@
-#include "server_adapter/server.h"
+#include "kaas/server_adapter/server.h"
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas::server {
 

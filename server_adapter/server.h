@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "server_adapter/grpc_frontend.h"
-#include "server_adapter/http_frontend.h"
-#include "server_adapter/metrics.h"
-#include "server_adapter/model_repository.h"
+#include "kaas/server_adapter/grpc_frontend.h"
+#include "kaas/server_adapter/http_frontend.h"
+#include "kaas/server_adapter/metrics.h"
+#include "kaas/server_adapter/model_repository.h"
 
 namespace kaas::server {
 

@@ -5,13 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "server_adapter/memory_trimmer.h"
-#include "server_adapter/model_repository.h"
+#include "kaas/build_config.h"
+#include "kaas/server_adapter/memory_trimmer.h"
+#include "kaas/server_adapter/model_repository.h"
 
 namespace kaas::server {
 
 inline constexpr const char* kServerName = "kaas";
-inline constexpr const char* kServerVersion = "0.4.0";
+inline constexpr const char* kServerVersion = KAAS_VERSION;  // the CMake project version
 
 // Triton extension names kaas implements.
 inline const std::vector<std::string>& server_extensions() {

@@ -1,9 +1,9 @@
-#include "server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/tensor_codec.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::server {
 

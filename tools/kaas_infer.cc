@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "backends/backend.h"
-#include "backends/error.h"
-#include "models/npy.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/npy.h"
+#include "kaas/models/onnx_model.h"
 
 namespace fs = std::filesystem;
 using kaas::models::HostTensor;

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "backends/backend.h"
-#include "backends/error.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
 #include "tools/self_check.h"
 

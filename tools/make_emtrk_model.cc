@@ -6,9 +6,9 @@
 
 #include <random>
 
-#include "backends/error.h"
-#include "models/emtrk_model.h"
-#include "models/npy.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/models/npy.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};

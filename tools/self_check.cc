@@ -6,13 +6,13 @@
 #include <functional>
 #include <random>
 
-#include "backends/buffer.h"
-#include "kernels/axpy.h"
-#include "kernels/conv2d.h"
-#include "kernels/gemm.h"
-#include "kernels/reduce.h"
-#include "kernels/scan.h"
-#include "kernels/softmax.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/axpy.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/kernels/reduce.h"
+#include "kaas/kernels/scan.h"
+#include "kaas/kernels/softmax.h"
 
 namespace kaas::tools {
 

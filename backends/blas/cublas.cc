@@ -6,8 +6,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "backends/blas/vendor_blas.h"
-#include "backends/error.h"
+#include "kaas/backends/blas/vendor_blas.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::blas {
 

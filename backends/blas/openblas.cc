@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "backends/blas/vendor_blas.h"
+#include "kaas/backends/blas/vendor_blas.h"
 
 namespace kaas::blas {
 

@@ -1,8 +1,8 @@
-#include "backends/blas/vendor_blas.h"
+#include "kaas/backends/blas/vendor_blas.h"
 
 #include <string>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
 
 namespace kaas::blas {

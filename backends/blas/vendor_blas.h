@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backends/queue.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas::blas {
 

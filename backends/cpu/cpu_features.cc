@@ -1,4 +1,4 @@
-#include "backends/cpu/cpu_features.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

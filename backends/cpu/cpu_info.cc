@@ -1,6 +1,6 @@
-#include "backends/cpu/cpu_info.h"
+#include "kaas/backends/cpu/cpu_info.h"
 
-#include "backends/cpu/cpu_features.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 #include <unistd.h>
 

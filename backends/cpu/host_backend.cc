@@ -1,11 +1,11 @@
-#include "backends/cpu/host_backend.h"
+#include "kaas/backends/cpu/host_backend.h"
 
 #include <chrono>
 #include <cstring>
 
-#include "backends/buffer.h"
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/cpu_info.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/cpu/cpu_features.h"
+#include "kaas/backends/cpu/cpu_info.h"
 #include "kaas/build_config.h"
 
 namespace kaas {

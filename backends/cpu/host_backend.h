@@ -2,7 +2,7 @@
 // Common runtime of the CPU backends: device memory is host memory, queues are blocking (no
 // stream), events are steady-clock time stamps.
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas {
 

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cpu/host_atomics.h"
-#include "backends/range.h"
+#include "kaas/backends/cpu/host_atomics.h"
+#include "kaas/backends/range.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -6,10 +6,10 @@
 
 #include <omp.h>
 
-#include "backends/cpu/host_ctx.h"
-#include "backends/cpu/shared_scratch.h"
-#include "backends/launch_check.h"
-#include "backends/queue.h"
+#include "kaas/backends/cpu/host_ctx.h"
+#include "kaas/backends/cpu/shared_scratch.h"
+#include "kaas/backends/launch_check.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas::openmp {
 

@@ -1,10 +1,10 @@
 #pragma once
 // launch() of the serial backend: groups run one after another on the calling thread.
 
-#include "backends/cpu/host_ctx.h"
-#include "backends/cpu/shared_scratch.h"
-#include "backends/launch_check.h"
-#include "backends/queue.h"
+#include "kaas/backends/cpu/host_ctx.h"
+#include "kaas/backends/cpu/shared_scratch.h"
+#include "kaas/backends/launch_check.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas::serial {
 

@@ -1,6 +1,6 @@
 #include <omp.h>
 
-#include "backends/cpu/host_backend.h"
+#include "kaas/backends/cpu/host_backend.h"
 
 namespace kaas::openmp {
 

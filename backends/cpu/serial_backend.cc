@@ -1,4 +1,4 @@
-#include "backends/cpu/host_backend.h"
+#include "kaas/backends/cpu/host_backend.h"
 
 namespace kaas::serial {
 

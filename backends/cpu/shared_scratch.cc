@@ -1,8 +1,8 @@
-#include "backends/cpu/shared_scratch.h"
+#include "kaas/backends/cpu/shared_scratch.h"
 
 #include <memory>
 
-#include "backends/buffer.h"
+#include "kaas/backends/buffer.h"
 
 namespace kaas::detail {
 

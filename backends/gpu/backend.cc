@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
-#include "backends/gpu/check.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/gpu/check.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "backends/error.h"
-#include "backends/gpu/runtime.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/gpu/runtime.h"
 
 namespace kaas::KAAS_BACKEND_NS::rt {
 

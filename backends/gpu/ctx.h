@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/gpu/runtime.h"
-#include "backends/range.h"
+#include "kaas/backends/gpu/runtime.h"
+#include "kaas/backends/range.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

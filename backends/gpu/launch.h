@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "backends/gpu/check.h"
-#include "backends/gpu/ctx.h"
-#include "backends/launch_check.h"
-#include "backends/queue.h"
+#include "kaas/backends/gpu/check.h"
+#include "kaas/backends/gpu/ctx.h"
+#include "kaas/backends/launch_check.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

@@ -2,7 +2,7 @@
 // The thin mapping between the CUDA and HIP runtimes: the GPU backend is written once against
 // these names and compiled by nvcc (kaas::cuda) and hipcc (kaas::hip).
 
-#include "backends/config.h"
+#include "kaas/backends/config.h"
 
 #if defined(KAAS_BACKEND_CUDA)
 #include <cuda_runtime.h>

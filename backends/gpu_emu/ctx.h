@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backends/cpu/host_atomics.h"
-#include "backends/gpu_emu/scheduler.h"
-#include "backends/range.h"
+#include "kaas/backends/cpu/host_atomics.h"
+#include "kaas/backends/gpu_emu/scheduler.h"
+#include "kaas/backends/range.h"
 
 namespace kaas::gpu_emu {
 

@@ -1,9 +1,9 @@
 #pragma once
 // launch() of the emulated-GPU backend. Slow by design (a thread per element); tests only.
 
-#include "backends/gpu_emu/ctx.h"
-#include "backends/launch_check.h"
-#include "backends/queue.h"
+#include "kaas/backends/gpu_emu/ctx.h"
+#include "kaas/backends/launch_check.h"
+#include "kaas/backends/queue.h"
 
 namespace kaas::gpu_emu {
 

@@ -1,4 +1,4 @@
-#include "backends/gpu_emu/scheduler.h"
+#include "kaas/backends/gpu_emu/scheduler.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::gpu_emu {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::examples {
 

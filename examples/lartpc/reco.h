@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include "backends/queue.h"
 #include "examples/lartpc/toy_event.h"
-#include "kernels/patches.h"
+#include "kaas/backends/queue.h"
+#include "kaas/kernels/patches.h"
 
 namespace kaas::examples {
 

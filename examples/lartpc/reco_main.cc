@@ -17,10 +17,10 @@
 #include <map>
 #include <memory>
 
-#include "backends/backend.h"
 #include "examples/lartpc/reco.h"
-#include "server_adapter/client/direct_client.h"
-#include "server_adapter/client/remote_client.h"
+#include "kaas/backends/backend.h"
+#include "kaas/server_adapter/client/direct_client.h"
+#include "kaas/server_adapter/client/remote_client.h"
 
 namespace {
 

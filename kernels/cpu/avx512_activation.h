@@ -4,7 +4,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/activation.h"
+#include "kaas/kernels/activation.h"
 
 namespace kaas::cpu_fast {
 

@@ -7,12 +7,12 @@
 // vectors and one broadcast input value fill the 16 ymm registers, 7 loads feed 12 FMAs.
 // Pixels whose window is clipped by the padding take a checked one-pixel path.
 
-#include "kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 #if defined(_OPENMP)
 #include <omp.h>

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/activation.h"
+#include "kaas/kernels/activation.h"
 
 namespace kaas::cpu_fast {
 

@@ -14,9 +14,9 @@
 // No standard-library templates are instantiated here: their out-of-line copies are shared
 // (COMDAT) with other translation units, and an AVX-512 copy must never be the one they call.
 
-#include "kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <new>
 
-#include "kernels/cpu/avx512_activation.h"
+#include "kaas/kernels/cpu/avx512_activation.h"
 
 namespace kaas::cpu_fast {
 

@@ -3,13 +3,13 @@
 // not depend on the other rows of the call (the fused EmTrkMichelId plan), which Debian's
 // OpenBLAS does not promise.
 
-#include "backends/error.h"
-#include "kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/backends/error.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-#include "kernels/cpu/gemm_cpu_fast_tiles.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast_tiles.h"
 
 namespace kaas::cpu_fast {
 

@@ -2,14 +2,14 @@
 // rows x 64 columns keep 24 accumulators in zmm registers; K is walked in blocks of 256 so the
 // 64 KB block of B stays in L1/L2 while every row block of the thread passes over it.
 
-#include "backends/error.h"
-#include "kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/backends/error.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast.h"
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
-#include "kernels/cpu/avx512_activation.h"
-#include "kernels/cpu/gemm_cpu_fast_tiles.h"
+#include "kaas/kernels/cpu/avx512_activation.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast_tiles.h"
 
 namespace kaas::cpu_fast {
 

@@ -15,7 +15,7 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/kernels/cpu/gemm_cpu_fast.h"
 
 namespace kaas::cpu_fast::tiled {
 

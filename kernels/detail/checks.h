@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "backends/error.h"
-#include "backends/launch_config.h"
-#include "backends/view.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/launch_config.h"
+#include "kaas/backends/view.h"
 
 namespace kaas::detail {
 

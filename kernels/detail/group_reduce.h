@@ -1,7 +1,7 @@
 #pragma once
 // Group-level building blocks shared by kernels. Included by *.kern.cc after backends/kernel.h.
 
-#include "backends/kernel.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS::detail {
 

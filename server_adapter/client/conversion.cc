@@ -1,9 +1,9 @@
-#include "server_adapter/client/conversion.h"
+#include "kaas/server_adapter/client/conversion.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/tensor_codec.h"
 
 namespace kaas::client {
 

@@ -1,10 +1,10 @@
-#include "server_adapter/client/direct_client.h"
+#include "kaas/server_adapter/client/direct_client.h"
 
 #include <cstring>
 #include <utility>
 
-#include "server_adapter/client/conversion.h"
-#include "server_adapter/repository_entry.h"
+#include "kaas/server_adapter/client/conversion.h"
+#include "kaas/server_adapter/repository_entry.h"
 
 namespace kaas::client {
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <mutex>
 
-#include "backends/backend.h"
-#include "models/model.h"
-#include "server_adapter/client/inference_client.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/model.h"
+#include "kaas/server_adapter/client/inference_client.h"
 
 namespace kaas::client {
 

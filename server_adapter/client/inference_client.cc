@@ -1,8 +1,8 @@
-#include "server_adapter/client/inference_client.h"
+#include "kaas/server_adapter/client/inference_client.h"
 
 #include <algorithm>
 
-#include "server_adapter/client/conversion.h"
+#include "kaas/server_adapter/client/conversion.h"
 
 namespace kaas::client {
 

@@ -38,8 +38,8 @@
 #include <thread>
 #include <vector>
 
-#include "backends/error.h"
-#include "models/tensor.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::client {
 

@@ -1,4 +1,4 @@
-#include "server_adapter/client/remote_client.h"
+#include "kaas/server_adapter/client/remote_client.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
-#include "server_adapter/client/conversion.h"
-#include "server_adapter/repository_entry.h"
-#include "server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/client/conversion.h"
+#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/tensor_codec.h"
 
 namespace kaas::client {
 

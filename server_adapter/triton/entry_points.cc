@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "backends/error.h"
-#include "server_adapter/triton/execute.h"
-#include "server_adapter/triton/model_state.h"
-#include "server_adapter/triton/triton_util.h"
+#include "kaas/backends/error.h"
+#include "kaas/server_adapter/triton/execute.h"
+#include "kaas/server_adapter/triton/model_state.h"
+#include "kaas/server_adapter/triton/triton_util.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "server_adapter/triton/execute.h"
+#include "kaas/server_adapter/triton/execute.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
-#include "backends/error.h"
-#include "server_adapter/triton/triton_util.h"
+#include "kaas/backends/error.h"
+#include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {
 

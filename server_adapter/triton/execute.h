@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "server_adapter/triton/model_state.h"
+#include "kaas/server_adapter/triton/model_state.h"
 
 namespace kaas::triton {
 

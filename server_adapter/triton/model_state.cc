@@ -1,9 +1,9 @@
-#include "server_adapter/triton/model_state.h"
+#include "kaas/server_adapter/triton/model_state.h"
 
 #include <nlohmann/json.hpp>
 
-#include "backends/error.h"
-#include "server_adapter/triton/triton_util.h"
+#include "kaas/backends/error.h"
+#include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {
 

@@ -9,10 +9,10 @@
 #include <mutex>
 #include <string>
 
-#include "backends/backend.h"
-#include "models/model.h"
-#include "server_adapter/repository_entry.h"
-#include "server_adapter/triton/triton_api.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/model.h"
+#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/triton/triton_api.h"
 
 namespace kaas::triton {
 

@@ -1,6 +1,6 @@
-#include "server_adapter/triton/triton_util.h"
+#include "kaas/server_adapter/triton/triton_util.h"
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::triton {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "models/tensor.h"
-#include "server_adapter/triton/triton_api.h"
+#include "kaas/models/tensor.h"
+#include "kaas/server_adapter/triton/triton_api.h"
 
 namespace kaas::triton {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "backends/dispatch.h"
-#include "backends/view.h"
+#include "kaas/backends/dispatch.h"
+#include "kaas/backends/view.h"
 
 namespace kaas {
 

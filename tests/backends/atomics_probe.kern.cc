@@ -1,6 +1,6 @@
 #include "tests/backends/atomics_probe.h"
 
-#include "backends/kernel.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

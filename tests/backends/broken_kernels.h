@@ -9,8 +9,8 @@
 //  reverse_local_across_sync (c) keeps a per-element value in a local variable across sync().
 //                            serial and openmp: wrong (one local serves the whole group).
 
-#include "backends/queue.h"
-#include "backends/view.h"
+#include "kaas/backends/queue.h"
+#include "kaas/backends/view.h"
 #include "kaas/build_config.h"
 
 #define KAAS_DECLARE_BROKEN_KERNELS(ns)                                                        \

@@ -3,7 +3,7 @@
 
 #include "tests/backends/broken_kernels.h"
 
-#include "backends/kernel.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 

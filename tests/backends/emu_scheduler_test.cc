@@ -5,7 +5,7 @@
 #include <bit>
 #include <vector>
 
-#include "backends/kernel.h"
+#include "kaas/backends/kernel.h"
 
 namespace kaas::gpu_emu {
 namespace {

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "backends/kernel.h"
-#include "kernels/axpy.h"
+#include "kaas/backends/kernel.h"
+#include "kaas/kernels/axpy.h"
 
 namespace kaas::openmp {
 namespace {

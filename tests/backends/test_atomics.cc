@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "backends/buffer.h"
+#include "kaas/backends/buffer.h"
 #include "tests/backends/atomics_probe.h"
 #include "tests/support/backends_under_test.h"
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "backends/backend.h"
-#include "backends/buffer.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/buffer.h"
 #include "tests/backends/broken_kernels.h"
 #include "tests/support/backends_under_test.h"
 

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/backend.h"
-#include "backends/error.h"
-#include "backends/view.h"
+#include "kaas/backends/backend.h"
+#include "kaas/backends/error.h"
+#include "kaas/backends/view.h"
 #include "kaas/build_config.h"
 
 namespace kaas {

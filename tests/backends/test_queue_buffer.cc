@@ -4,8 +4,8 @@
 
 #include <numeric>
 
-#include "backends/buffer.h"
-#include "backends/queue.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/queue.h"
 #include "tests/support/backends_under_test.h"
 
 namespace kaas::testing {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas::examples {
 namespace {

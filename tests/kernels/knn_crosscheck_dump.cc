@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/buffer.h"
-#include "kernels/knn.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/knn.h"
 
 namespace {
 

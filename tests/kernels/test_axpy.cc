@@ -1,4 +1,4 @@
-#include "kernels/axpy.h"
+#include "kaas/kernels/axpy.h"
 
 #include <gtest/gtest.h>
 

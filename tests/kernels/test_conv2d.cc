@@ -1,4 +1,4 @@
-#include "kernels/conv2d.h"
+#include "kaas/kernels/conv2d.h"
 
 #include <gtest/gtest.h>
 

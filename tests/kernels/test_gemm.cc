@@ -1,4 +1,4 @@
-#include "kernels/gemm.h"
+#include "kaas/kernels/gemm.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/knn.h"
+#include "kaas/kernels/knn.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/patches.h"
+#include "kaas/kernels/patches.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/reduce.h"
+#include "kaas/kernels/reduce.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/scan.h"
+#include "kaas/kernels/scan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/softmax.h"
+#include "kaas/kernels/softmax.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <set>
 
-#include "backends/error.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/onnx_model.h"
 
 namespace kaas::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas::testing {
 

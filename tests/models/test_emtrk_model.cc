@@ -1,10 +1,10 @@
-#include "models/emtrk_model.h"
+#include "kaas/models/emtrk_model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "models/onnx_model.h"
+#include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/reference.h"
 

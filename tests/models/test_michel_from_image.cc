@@ -1,11 +1,11 @@
-#include "models/michel_from_image.h"
+#include "kaas/models/michel_from_image.h"
 
 #include <gtest/gtest.h>
 
-#include "backends/buffer.h"
-#include "backends/error.h"
-#include "models/emtrk_model.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/reference.h"
 

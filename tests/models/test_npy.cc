@@ -1,8 +1,8 @@
-#include "models/npy.h"
+#include "kaas/models/npy.h"
 
 #include <gtest/gtest.h>
 
-#include "backends/error.h"
+#include "kaas/backends/error.h"
 
 namespace kaas::models {
 namespace {

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "backends/error.h"
-#include "models/emtrk_model.h"
-#include "models/onnx_model.h"
+#include "kaas/backends/error.h"
+#include "kaas/models/emtrk_model.h"
+#include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/reference.h"
 

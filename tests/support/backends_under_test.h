@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "kaas/backends/backend.h"
 
 namespace kaas::testing {
 

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "backends/buffer.h"
+#include "kaas/backends/buffer.h"
 
 namespace kaas::testing {
 

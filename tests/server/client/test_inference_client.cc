@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <thread>
 
-#include "backends/backend.h"
-#include "server_adapter/client/direct_client.h"
-#include "server_adapter/client/remote_client.h"
-#include "server_adapter/default_repository.h"
-#include "server_adapter/server.h"
+#include "kaas/backends/backend.h"
+#include "kaas/server_adapter/client/direct_client.h"
+#include "kaas/server_adapter/client/remote_client.h"
+#include "kaas/server_adapter/default_repository.h"
+#include "kaas/server_adapter/server.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {

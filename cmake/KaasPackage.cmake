@@ -1,0 +1,109 @@
+# The installed kaas: shared libraries built from the static layers, the public headers under
+# include/kaas/, and a relocatable CMake package (kaasConfig.cmake, namespaced targets) plus a
+# pkg-config file. Binaries and the Triton backend install from their own directories.
+#
+#   kaas::kernels  libkaas_kernels.so  backends + kernels (CPU, gpu_emu, CUDA/HIP objects when
+#                                      built); OpenMP, OpenBLAS, CUDA/HIP runtimes are private
+#   kaas::models   libkaas_models.so   models, ONNX import, model-repository entries; ONNX and
+#                                      protobuf are private
+#   kaas::client   libkaas_client.so   kaas::client (direct and remote); gRPC is private
+#
+# Each shared library holds the objects of its own layers only and links the one below, so a
+# singleton (backend registry, model registry) exists once in a process.
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(KAAS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kaas)
+
+function(kaas_shared_layer target)
+  cmake_parse_arguments(arg "" "NAME" "LAYERS;PUBLIC;PRIVATE" ${ARGN})
+  set(objects)
+  foreach(layer ${arg_LAYERS})
+    list(APPEND objects $<TARGET_OBJECTS:${layer}>)
+    get_target_property(backend_objects ${layer} KAAS_BACKEND_OBJECTS)
+    if(backend_objects)
+      list(APPEND objects ${backend_objects})
+    endif()
+  endforeach()
+  add_library(${target} SHARED ${objects})
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME kaas_${arg_NAME} EXPORT_NAME ${arg_NAME}
+                        VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${KAAS_GENERATED_DIR}>
+                                              $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_link_libraries(${target} PUBLIC ${arg_PUBLIC} PRIVATE ${arg_PRIVATE})
+  # An unresolved symbol is a missing layer or dependency: fail at link time, not in the consumer
+  # (sanitizer builds leave the runtime's symbols to the executable).
+  if(NOT KAAS_SANITIZE AND NOT KAAS_FUZZ AND NOT KAAS_TSAN)
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
+  # Installed next to each other: each finds the layer below in its own directory.
+  set_target_properties(${target} PROPERTIES INSTALL_RPATH "$ORIGIN")
+  add_library(kaas::${arg_NAME} ALIAS ${target})
+endfunction()
+
+# What the static layers link, minus the kaas layers themselves.
+set(_kaas_kernels_private Threads::Threads)
+if(KAAS_ENABLE_OPENMP)
+  list(APPEND _kaas_kernels_private OpenMP::OpenMP_CXX)
+endif()
+if(KAAS_HAVE_OPENBLAS)
+  list(APPEND _kaas_kernels_private ${KAAS_OPENBLAS_OPENMP_LIBRARY})
+endif()
+if(KAAS_HAVE_CUDA)
+  list(APPEND _kaas_kernels_private CUDA::cudart)
+endif()
+if(KAAS_HAVE_CUBLAS)
+  list(APPEND _kaas_kernels_private CUDA::cublas)
+endif()
+if(KAAS_HAVE_HIP)
+  list(APPEND _kaas_kernels_private hip::host)
+endif()
+
+kaas_shared_layer(kaas_kernels_shared NAME kernels LAYERS kaas_backends kaas_kernels
+                  PUBLIC Threads::Threads PRIVATE ${_kaas_kernels_private})
+kaas_shared_layer(kaas_models_shared NAME models
+                  LAYERS kaas_models kaas_repository kaas_model_config_proto
+                  PUBLIC kaas_kernels_shared PRIVATE onnx_proto onnx protobuf::libprotobuf)
+kaas_shared_layer(kaas_client_shared NAME client
+                  LAYERS kaas_client kaas_protocol kaas_grpc_proto
+                  PUBLIC kaas_models_shared PRIVATE gRPC::grpc++ protobuf::libprotobuf)
+
+# Public headers: what a consumer includes, and what those include. Everything else (kernel
+# bodies and the backend runtimes behind them, ONNX graph internals, the server) stays inside.
+set(KAAS_PUBLIC_HEADERS
+  backends/backend.h backends/buffer.h backends/dispatch.h backends/error.h
+  backends/launch_config.h backends/math.h backends/portability.h backends/queue.h
+  backends/view.h
+  kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/elementwise.h kernels/gemm.h
+  kernels/knn.h kernels/mlp_heads.h kernels/patches.h kernels/reduce.h kernels/scan.h
+  kernels/softmax.h
+  models/knn_model.h models/model.h models/model_registry.h models/npy.h models/tensor.h
+  server_adapter/client/direct_client.h server_adapter/client/inference_client.h
+  server_adapter/client/remote_client.h)
+foreach(header ${KAAS_PUBLIC_HEADERS})
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas/${dir} COMPONENT devel)
+endforeach()
+install(FILES ${KAAS_GENERATED_DIR}/kaas/build_config.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas COMPONENT devel)
+
+install(TARGETS kaas_kernels_shared kaas_models_shared kaas_client_shared EXPORT kaasTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT kaasTargets NAMESPACE kaas:: DESTINATION ${KAAS_INSTALL_CMAKEDIR})
+configure_package_config_file(cmake/kaasConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/package/kaasConfig.cmake
+                              INSTALL_DESTINATION ${KAAS_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/kaasConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/package/kaasConfig.cmake
+              ${PROJECT_BINARY_DIR}/package/kaasConfigVersion.cmake
+        DESTINATION ${KAAS_INSTALL_CMAKEDIR})
+
+# pkg-config for builds without CMake: `pkg-config --cflags --libs kaas`.
+file(RELATIVE_PATH KAAS_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" KAAS_PC_TO_PREFIX "${KAAS_PC_TO_PREFIX}")
+configure_file(cmake/kaas.pc.in ${PROJECT_BINARY_DIR}/package/kaas.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/package/kaas.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
