@@ -117,3 +117,100 @@ nb::tuple knn_py(In<float, 2> points, In<int64_t, 1> row_splits, int k, const st
 
 }  // namespace
 }  // namespace kaas::python
+
+namespace {
+
+// kaas.Error and its subclasses, one per ErrorCode a caller handles differently; each also
+// derives from the matching Python built-in so `except ValueError` works as expected.
+struct ErrorTypes {
+  PyObject* base = nullptr;
+  PyObject* invalid_argument = nullptr;
+  PyObject* not_found = nullptr;
+  PyObject* unavailable = nullptr;
+  PyObject* deadline_exceeded = nullptr;
+  PyObject* resource_exhausted = nullptr;
+  PyObject* unimplemented = nullptr;
+};
+ErrorTypes error_types;
+
+PyObject* new_error_type(nb::module_& m, const char* name, PyObject* base, PyObject* builtin,
+                         const char* doc) {
+  PyObject* bases = builtin ? PyTuple_Pack(2, base, builtin) : PyTuple_Pack(1, base);
+  const std::string qualified = std::string("kaas.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  Py_DECREF(bases);
+  if (!type) throw nb::python_error();
+  m.attr(name) = nb::handle(type);
+  return type;
+}
+
+PyObject* error_type_for(kaas::ErrorCode code) {
+  switch (code) {
+    case kaas::ErrorCode::kInvalidArgument: return error_types.invalid_argument;
+    case kaas::ErrorCode::kNotFound: return error_types.not_found;
+    case kaas::ErrorCode::kUnavailable: return error_types.unavailable;
+    case kaas::ErrorCode::kDeadlineExceeded: return error_types.deadline_exceeded;
+    case kaas::ErrorCode::kResourceExhausted: return error_types.resource_exhausted;
+    case kaas::ErrorCode::kUnimplemented: return error_types.unimplemented;
+    case kaas::ErrorCode::kInternal: break;
+  }
+  return error_types.base;
+}
+
+// Raises the kaas.Error subclass of `e` with `code` (the kaas name, e.g. "INVALID_ARGUMENT").
+void raise_kaas_error(const kaas::Error& e) {
+  PyObject* type = error_type_for(e.code());
+  PyObject* instance = PyObject_CallFunction(type, "s", e.what());
+  if (!instance) return;  // the constructor's own error stays set
+  PyObject* code = PyUnicode_FromString(std::string(kaas::to_string(e.code())).c_str());
+  PyObject_SetAttrString(instance, "code", code);
+  Py_XDECREF(code);
+  PyErr_SetObject(type, instance);
+  Py_DECREF(instance);
+}
+
+}  // namespace
+
+NB_MODULE(_kaas, m) {
+  m.doc() = "kaas: HEP reconstruction kernels, models and the inference client on numpy arrays";
+
+  error_types.base = new_error_type(m, "Error", PyExc_Exception, nullptr,
+                                    "A kaas error; .code names its kind (e.g. INVALID_ARGUMENT).");
+  error_types.invalid_argument = new_error_type(m, "InvalidArgument", error_types.base,
+                                                PyExc_ValueError, "Bad shape, dtype, size or value.");
+  error_types.not_found = new_error_type(m, "NotFound", error_types.base, PyExc_LookupError,
+                                         "Unknown model, backend or tensor name.");
+  error_types.unavailable = new_error_type(m, "Unavailable", error_types.base,
+                                           PyExc_ConnectionError, "Device or server not available.");
+  error_types.deadline_exceeded = new_error_type(m, "DeadlineExceeded", error_types.base,
+                                                 PyExc_TimeoutError, "The deadline passed.");
+  error_types.resource_exhausted = new_error_type(m, "ResourceExhausted", error_types.base,
+                                                  PyExc_MemoryError, "Out of memory or queue full.");
+  error_types.unimplemented = new_error_type(m, "Unimplemented", error_types.base,
+                                             PyExc_NotImplementedError, "Not supported (yet).");
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kaas::Error& e) {
+      raise_kaas_error(e);
+    }
+  });
+
+  m.def(
+      "backends",
+      [](bool available_only) {
+        std::vector<std::string> names;
+        for (const kaas::Backend* b : kaas::compiled_backends())
+          if (!available_only || b->available()) names.emplace_back(b->name());
+        return names;
+      },
+      "available_only"_a = true,
+      "Names of the backends compiled in (only those that can run here, by default).");
+
+  m.def("knn", &kaas::python::knn_py, "points"_a, "row_splits"_a, "k"_a, "method"_a = "auto",
+        "backend"_a = "auto",
+        "Exact k nearest neighbours of every point within its event.\n\n"
+        "points: float32 [N, D]; row_splits: int64 [events + 1] (event e is rows\n"
+        "row_splits[e]..row_splits[e+1]). Returns (indices int32 [N, k], distances float32\n"
+        "[N, k]): slot 0 is the point itself, ties by lower index, -1 / inf padding.");
+}

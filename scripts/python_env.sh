@@ -2,17 +2,18 @@
 # Creates (or completes) the project's Python virtual environment .venv with the PyPI test and
 # benchmark tools: onnxruntime (the EmTrkMichelId cross-check and peer), numpy, the Triton
 # clients (tritonclient[grpc,http], the kaas-server tests) and the real Triton server
-# (nvidia-pytriton 0.7.0 ships tritonserver 2.51.0: the kaas backend's tests and benchmark).
+# (nvidia-pytriton 0.7.0 ships tritonserver 2.51.0: the kaas backend's tests and benchmark), and
+# what the Python module's build and tests use (nanobind, scikit-build-core, pytest, scikit-learn).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
 requirements=(onnxruntime numpy "tritonclient[grpc,http]" grpcio-health-checking grpcio-reflection
-              nvidia-pytriton==0.7.0)
+              nvidia-pytriton==0.7.0 pytest scikit-learn nanobind scikit-build-core)
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
-if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclient.http, grpc_health, grpc_reflection, importlib.util, sys; sys.exit(importlib.util.find_spec('pytriton') is None)" 2> /dev/null; then
+if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclient.http, grpc_health, grpc_reflection, pytest, sklearn, nanobind, scikit_build_core, importlib.util, sys; sys.exit(importlib.util.find_spec('pytriton') is None)" 2> /dev/null; then
   echo "python_env: .venv has ${requirements[*]}"
   exit 0
 fi

@@ -40,6 +40,13 @@ cmake --install build/test-gcc --prefix "$package_work/prefix" > "$package_work/
 .venv/bin/python tests/package/test_consumer.py --prefix "$package_work/prefix" \
   --source-dir "$KAAS_ROOT" --build-dir build/test-gcc --work-dir "$package_work/work"
 
+step "the Python module against the same install: pip install . into .venv, then pytest"
+CMAKE_PREFIX_PATH="$package_work/prefix" .venv/bin/pip install --quiet --no-build-isolation \
+  --disable-pip-version-check .
+.venv/bin/python -m pytest -q tests/python
+# The module points at the temporary prefix, which goes when this script ends.
+.venv/bin/pip uninstall --quiet --yes kaas
+
 step "2/4 g++ ASan + UBSan, CPU backends"
 cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
   -DKAAS_SANITIZE=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_BUILD_BENCH=OFF \
