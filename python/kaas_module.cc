@@ -1,12 +1,14 @@
-// WORK IN PROGRESS (issue 14, not built yet): the `kaas` Python module (nanobind): the installed kaas libraries on numpy arrays. Inputs are
-// read in place when they are C-contiguous arrays of the right dtype (no copy); outputs are
-// numpy arrays that own the kaas result. The GIL is released while kernels and calls run.
+// WORK IN PROGRESS (issue 14, not built yet): the `kaas` Python module (nanobind): the installed
+// kaas libraries on numpy arrays. Inputs are read in place when they are C-contiguous arrays of the
+// right dtype (no copy); outputs are numpy arrays that own the kaas result. The GIL is released
+// while kernels and calls run.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -27,6 +29,7 @@
 #include "kaas/kernels/gemm.h"
 #include "kaas/kernels/knn.h"
 #include "kaas/kernels/softmax.h"
+#include "kaas/models/tensor.h"
 #include "kaas/server_adapter/client/direct_client.h"
 #include "kaas/server_adapter/client/remote_client.h"
 
@@ -93,7 +96,9 @@ nb::tuple knn_py(In<float, 2> points, In<int64_t, 1> row_splits, int k, const st
   const KnnMethod m = knn_method(method);
   const int64_t n = int64_t(points.shape(0)), dims = int64_t(points.shape(1));
   const int64_t splits = int64_t(row_splits.shape(0));
-  if (k <= 0) throw Error(ErrorCode::kInvalidArgument, "knn: k must be positive, received " + std::to_string(k));
+  if (k <= 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "knn: k must be positive, received " + std::to_string(k));
   const size_t out_count = size_t(n) * size_t(k);
   std::vector<int32_t> indices(out_count);
   std::vector<float> distances(out_count);
@@ -114,6 +119,143 @@ nb::tuple knn_py(In<float, 2> points, In<int64_t, 1> row_splits, int k, const st
   return nb::make_tuple(to_numpy(std::move(indices), {size_t(n), size_t(k)}),
                         to_numpy(std::move(distances), {size_t(n), size_t(k)}));
 }
+
+}  // namespace
+}  // namespace kaas::python
+
+namespace kaas::python {
+namespace {
+
+using models::DataType;
+
+std::optional<DataType> dtype_of(const nb::dlpack::dtype& t) {
+  using nb::dlpack::dtype_code;
+  if (t.lanes != 1) return std::nullopt;
+  if (t.code == uint8_t(dtype_code::Float) && t.bits == 32) return DataType::kFloat32;
+  if (t.code == uint8_t(dtype_code::Int) && t.bits == 32) return DataType::kInt32;
+  if (t.code == uint8_t(dtype_code::Int) && t.bits == 64) return DataType::kInt64;
+  if (t.code == uint8_t(dtype_code::UInt) && t.bits == 8) return DataType::kUint8;
+  return std::nullopt;
+}
+
+// A numpy array over a result tensor's bytes; the array keeps the tensor alive (no copy).
+nb::object tensor_to_numpy(models::HostTensor tensor) {
+  auto* owned = new models::HostTensor(std::move(tensor));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<models::HostTensor*>(p); });
+  std::vector<size_t> shape(owned->shape.begin(), owned->shape.end());
+  nb::dlpack::dtype dtype;
+  switch (owned->dtype) {
+    case DataType::kFloat32:
+      dtype = nb::dtype<float>();
+      break;
+    case DataType::kInt32:
+      dtype = nb::dtype<int32_t>();
+      break;
+    case DataType::kInt64:
+      dtype = nb::dtype<int64_t>();
+      break;
+    case DataType::kUint8:
+      dtype = nb::dtype<uint8_t>();
+      break;
+  }
+  return nb::cast(nb::ndarray<nb::numpy>(owned->bytes.data(), shape.size(), shape.data(), owner,
+                                         nullptr, dtype));
+}
+
+nb::dict signature_dict(const models::ModelSignature& signature) {
+  auto specs = [](const std::vector<models::TensorSpec>& tensors) {
+    nb::list out;
+    for (const auto& t : tensors)
+      out.append(nb::make_tuple(t.name, std::string(models::triton_name(t.dtype)), t.shape));
+    return out;
+  };
+  nb::dict d;
+  d["inputs"] = specs(signature.inputs);
+  d["outputs"] = specs(signature.outputs);
+  d["max_batch"] = signature.max_batch;
+  return d;
+}
+
+// kaas.Client: kaas::client::InferenceClient with numpy in and out. Inputs are read in place
+// (views) for the duration of run(); the GIL is released while the call runs.
+class Client {
+ public:
+  explicit Client(std::unique_ptr<client::InferenceClient> client) : client_(std::move(client)) {}
+
+  static Client direct(const std::string& repository, const std::string& model,
+                       const std::string& backend) {
+    return Client(client::DirectClient::from_repository(repository, model, backend_named(backend)));
+  }
+
+  static Client remote(const std::string& url, const std::string& model, const std::string& version,
+                       int retries, int backoff_ms, int ready_timeout_ms, bool gzip,
+                       std::optional<std::string> fallback_repository,
+                       const std::string& fallback_backend) {
+    client::RemoteOptions options;
+    options.model = model;
+    options.version = version;
+    options.retries = retries;
+    options.backoff = std::chrono::milliseconds(backoff_ms);
+    options.ready_timeout = std::chrono::milliseconds(ready_timeout_ms);
+    if (fallback_repository) {
+      // Checked now (unknown backend), built when the server has failed every attempt.
+      const Backend& b = backend_named(fallback_backend);
+      options.fallback = [repository = *fallback_repository, model, &b] {
+        return std::unique_ptr<client::InferenceClient>(
+            client::DirectClient::from_repository(repository, model, b));
+      };
+    }
+    client::ConnectionOptions connection;
+    connection.gzip = gzip;
+    nb::gil_scoped_release released;
+    return Client(client::RemoteClient::create(url, options, connection));
+  }
+
+  nb::dict run(const nb::dict& inputs, std::optional<double> deadline_ms,
+               std::optional<std::vector<std::string>> outputs) {
+    client_->clear_inputs();
+    std::vector<nb::ndarray<nb::c_contig, nb::device::cpu>> held;  // alive until the call ends
+    for (auto [key, value] : inputs) {
+      const std::string name = nb::cast<std::string>(key);
+      auto array = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(value);
+      const auto dtype = dtype_of(array.dtype());
+      if (!dtype)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "input '" + name + "': dtype must be float32, int32, int64 or uint8");
+      std::vector<int64_t> shape(array.ndim());
+      for (size_t d = 0; d < array.ndim(); ++d) shape[d] = int64_t(array.shape(d));
+      const auto* bytes = static_cast<const std::byte*>(array.data());
+      client_->set_input_bytes(name, *dtype, {bytes, array.nbytes()}, std::move(shape));
+      held.push_back(std::move(array));
+    }
+    client::CallOptions options;
+    if (deadline_ms) {
+      if (!(*deadline_ms > 0))
+        throw Error(ErrorCode::kInvalidArgument, "deadline_ms must be positive");
+      options.deadline = std::chrono::milliseconds(int64_t(*deadline_ms));
+    }
+    if (outputs) options.outputs = *outputs;
+    client::InferResult result;
+    {
+      nb::gil_scoped_release released;
+      result = client_->run(options);
+    }
+    client_->clear_inputs();
+    nb::dict out;
+    for (auto& tensor : result.per_entry().at(0)) {
+      const std::string name = tensor.name;
+      out[name.c_str()] = tensor_to_numpy(std::move(tensor));
+    }
+    return out;
+  }
+
+  nb::dict signature() const { return signature_dict(client_->signature()); }
+  std::string describe() const { return client_->describe(); }
+  const std::string& model() const { return client_->model_name(); }
+
+ private:
+  std::unique_ptr<client::InferenceClient> client_;
+};
 
 }  // namespace
 }  // namespace kaas::python
@@ -146,13 +288,20 @@ PyObject* new_error_type(nb::module_& m, const char* name, PyObject* base, PyObj
 
 PyObject* error_type_for(kaas::ErrorCode code) {
   switch (code) {
-    case kaas::ErrorCode::kInvalidArgument: return error_types.invalid_argument;
-    case kaas::ErrorCode::kNotFound: return error_types.not_found;
-    case kaas::ErrorCode::kUnavailable: return error_types.unavailable;
-    case kaas::ErrorCode::kDeadlineExceeded: return error_types.deadline_exceeded;
-    case kaas::ErrorCode::kResourceExhausted: return error_types.resource_exhausted;
-    case kaas::ErrorCode::kUnimplemented: return error_types.unimplemented;
-    case kaas::ErrorCode::kInternal: break;
+    case kaas::ErrorCode::kInvalidArgument:
+      return error_types.invalid_argument;
+    case kaas::ErrorCode::kNotFound:
+      return error_types.not_found;
+    case kaas::ErrorCode::kUnavailable:
+      return error_types.unavailable;
+    case kaas::ErrorCode::kDeadlineExceeded:
+      return error_types.deadline_exceeded;
+    case kaas::ErrorCode::kResourceExhausted:
+      return error_types.resource_exhausted;
+    case kaas::ErrorCode::kUnimplemented:
+      return error_types.unimplemented;
+    case kaas::ErrorCode::kInternal:
+      break;
   }
   return error_types.base;
 }
@@ -176,16 +325,16 @@ NB_MODULE(_kaas, m) {
 
   error_types.base = new_error_type(m, "Error", PyExc_Exception, nullptr,
                                     "A kaas error; .code names its kind (e.g. INVALID_ARGUMENT).");
-  error_types.invalid_argument = new_error_type(m, "InvalidArgument", error_types.base,
-                                                PyExc_ValueError, "Bad shape, dtype, size or value.");
+  error_types.invalid_argument = new_error_type(
+      m, "InvalidArgument", error_types.base, PyExc_ValueError, "Bad shape, dtype, size or value.");
   error_types.not_found = new_error_type(m, "NotFound", error_types.base, PyExc_LookupError,
                                          "Unknown model, backend or tensor name.");
-  error_types.unavailable = new_error_type(m, "Unavailable", error_types.base,
-                                           PyExc_ConnectionError, "Device or server not available.");
+  error_types.unavailable = new_error_type(
+      m, "Unavailable", error_types.base, PyExc_ConnectionError, "Device or server not available.");
   error_types.deadline_exceeded = new_error_type(m, "DeadlineExceeded", error_types.base,
                                                  PyExc_TimeoutError, "The deadline passed.");
-  error_types.resource_exhausted = new_error_type(m, "ResourceExhausted", error_types.base,
-                                                  PyExc_MemoryError, "Out of memory or queue full.");
+  error_types.resource_exhausted = new_error_type(
+      m, "ResourceExhausted", error_types.base, PyExc_MemoryError, "Out of memory or queue full.");
   error_types.unimplemented = new_error_type(m, "Unimplemented", error_types.base,
                                              PyExc_NotImplementedError, "Not supported (yet).");
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -206,6 +355,24 @@ NB_MODULE(_kaas, m) {
       },
       "available_only"_a = true,
       "Names of the backends compiled in (only those that can run here, by default).");
+
+  using kaas::python::Client;
+  nb::class_<Client>(m, "Client",
+                     "One model, in process (Client.direct) or on kaas-server / Triton over KServe "
+                     "v2 gRPC (Client.remote), with the same results.")
+      .def_static("direct", &Client::direct, "repository"_a, "model"_a, "backend"_a = "auto",
+                  "The model of a Triton-layout repository entry, run in this process.")
+      .def_static("remote", &Client::remote, "url"_a, "model"_a, "version"_a = "", "retries"_a = 2,
+                  "backoff_ms"_a = 50, "ready_timeout_ms"_a = 10000, "gzip"_a = false,
+                  "fallback_repository"_a = nb::none(), "fallback_backend"_a = "auto",
+                  "The model served at url (host:port); after every attempt has failed, the\n"
+                  "call runs in process on fallback_repository when given.")
+      .def("run", &Client::run, "inputs"_a, "deadline_ms"_a = nb::none(), "outputs"_a = nb::none(),
+           "Runs the model on {name: array}; returns {output name: array}.")
+      .def_prop_ro("signature", &Client::signature)
+      .def_prop_ro("model", &Client::model)
+      .def("__repr__",
+           [](const Client& c) { return "<kaas.Client " + c.model() + ", " + c.describe() + ">"; });
 
   m.def("knn", &kaas::python::knn_py, "points"_a, "row_splits"_a, "k"_a, "method"_a = "auto",
         "backend"_a = "auto",

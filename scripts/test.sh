@@ -43,7 +43,7 @@ cmake --install build/test-gcc --prefix "$package_work/prefix" > "$package_work/
 step "the Python module against the same install: pip install . into .venv, then pytest"
 CMAKE_PREFIX_PATH="$package_work/prefix" .venv/bin/pip install --quiet --no-build-isolation \
   --disable-pip-version-check .
-.venv/bin/python -m pytest -q tests/python
+KAAS_PREFIX="$package_work/prefix" .venv/bin/python -m pytest -q tests/python
 # The module points at the temporary prefix, which goes when this script ends.
 .venv/bin/pip uninstall --quiet --yes kaas
 

@@ -1,5 +1,6 @@
 """kaas: HEP reconstruction kernels, models and the inference client on numpy arrays."""
 from ._kaas import (  # noqa: F401
+    Client,
     DeadlineExceeded,
     Error,
     InvalidArgument,
