@@ -12,6 +12,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
+#include <tuple>
 
 #include <chrono>
 #include <cstring>
@@ -118,6 +119,127 @@ nb::tuple knn_py(In<float, 2> points, In<int64_t, 1> row_splits, int k, const st
   }
   return nb::make_tuple(to_numpy(std::move(indices), {size_t(n), size_t(k)}),
                         to_numpy(std::move(distances), {size_t(n), size_t(k)}));
+}
+
+Epilogue epilogue_named(const std::string& activation, float alpha) {
+  Epilogue e;
+  e.alpha = alpha;
+  if (activation == "none")
+    e.activation = Activation::kNone;
+  else if (activation == "relu")
+    e.activation = Activation::kRelu;
+  else if (activation == "leaky_relu")
+    e.activation = Activation::kLeakyRelu;
+  else if (activation == "sigmoid")
+    e.activation = Activation::kSigmoid;
+  else
+    throw Error(ErrorCode::kInvalidArgument,
+                "activation '" + activation + "' is not one of none, relu, leaky_relu, sigmoid");
+  return e;
+}
+
+nb::object dense_py(In<float, 2> x, In<float, 2> w, std::optional<In<float, 1>> bias,
+                    const std::string& activation, float alpha, const std::string& backend) {
+  const Backend& b = backend_named(backend);
+  const int64_t m = int64_t(x.shape(0)), k = int64_t(x.shape(1)), n = int64_t(w.shape(1));
+  if (int64_t(w.shape(0)) != k)
+    throw Error(ErrorCode::kInvalidArgument,
+                "dense: w must be [" + std::to_string(k) + ", N] for x [M, " + std::to_string(k) +
+                    "], received [" + std::to_string(w.shape(0)) + ", " + std::to_string(n) + "]");
+  const int64_t bias_count = bias ? int64_t(bias->shape(0)) : 0;
+  const Epilogue e = epilogue_named(activation, alpha);
+  std::vector<float> y(size_t(m * n));
+  {
+    nb::gil_scoped_release released;
+    Queue queue(b);
+    DeviceCopy<float> dx(queue, x.data(), size_t(m * k), true);
+    DeviceCopy<float> dw(queue, w.data(), size_t(k * n), true);
+    DeviceCopy<float> db(queue, bias ? bias->data() : nullptr, size_t(bias_count), bias_count > 0);
+    DeviceCopy<float> dy(queue, y.data(), y.size(), false);
+    dense(queue, make_view<2, const float>(dx.data(), {m, k}),
+          make_view<2, const float>(dw.data(), {k, n}),
+          make_view<const float>(db.data(), bias_count), make_view<2>(dy.data(), {m, n}), e);
+    dy.to_host(y.data(), y.size());
+    queue.wait();
+  }
+  return nb::cast(to_numpy(std::move(y), {size_t(m), size_t(n)}));
+}
+
+nb::object softmax_py(nb::ndarray<const float, nb::c_contig, nb::device::cpu> x, int64_t axis,
+                      bool log, const std::string& backend) {
+  const Backend& b = backend_named(backend);
+  const int rank = int(x.ndim());
+  if (rank == 0)
+    throw Error(ErrorCode::kInvalidArgument, "softmax: x must have at least 1 dimension");
+  if (axis < -rank || axis >= rank)
+    throw Error(ErrorCode::kInvalidArgument, "softmax: axis " + std::to_string(axis) +
+                                                 " out of range for rank " + std::to_string(rank));
+  std::vector<int64_t> extents;
+  std::vector<size_t> shape;
+  for (int d = 0; d < rank; ++d) {
+    shape.push_back(x.shape(d));
+    extents.push_back(int64_t(x.shape(d)));
+  }
+  std::vector<float> y(x.size());
+  {
+    nb::gil_scoped_release released;
+    Queue queue(b);
+    DeviceCopy<float> dx(queue, x.data(), x.size(), true);
+    DeviceCopy<float> dy(queue, y.data(), y.size(), false);
+    softmax(queue, log ? SoftmaxKind::kLogSoftmax : SoftmaxKind::kSoftmax, dx.data(), dy.data(),
+            extents.data(), rank, axis < 0 ? axis + rank : axis);
+    dy.to_host(y.data(), y.size());
+    queue.wait();
+  }
+  return nb::cast(to_numpy(std::move(y), shape));
+}
+
+nb::object conv2d_py(In<float, 4> input, In<float, 4> weight, std::optional<In<float, 1>> bias,
+                     std::tuple<int64_t, int64_t> stride,
+                     std::tuple<int64_t, int64_t, int64_t, int64_t> pads,
+                     std::tuple<int64_t, int64_t> dilation, int64_t groups,
+                     const std::string& layout, const std::string& activation, float alpha,
+                     const std::string& backend) {
+  const Backend& b = backend_named(backend);
+  Conv2dParams params;
+  if (layout == "NCHW")
+    params.layout = Layout::kNCHW;
+  else if (layout == "NHWC")
+    params.layout = Layout::kNHWC;
+  else
+    throw Error(ErrorCode::kInvalidArgument, "conv2d: layout '" + layout + "' is not NCHW or NHWC");
+  std::tie(params.stride_h, params.stride_w) = stride;
+  std::tie(params.pad_top, params.pad_left, params.pad_bottom, params.pad_right) = pads;
+  std::tie(params.dilation_h, params.dilation_w) = dilation;
+  params.groups = groups;
+  params.epilogue = epilogue_named(activation, alpha);
+  const int64_t in_extents[4] = {int64_t(input.shape(0)), int64_t(input.shape(1)),
+                                 int64_t(input.shape(2)), int64_t(input.shape(3))};
+  const int64_t w_extents[4] = {int64_t(weight.shape(0)), int64_t(weight.shape(1)),
+                                int64_t(weight.shape(2)), int64_t(weight.shape(3))};
+  const Conv2dShape out = conv2d_output_shape(params, in_extents, w_extents);
+  const int64_t out_extents[4] = {out.batch,
+                                  params.layout == Layout::kNCHW ? out.out_channels : out.out_h,
+                                  params.layout == Layout::kNCHW ? out.out_h : out.out_w,
+                                  params.layout == Layout::kNCHW ? out.out_w : out.out_channels};
+  const int64_t bias_count = bias ? int64_t(bias->shape(0)) : 0;
+  std::vector<float> y(size_t(out_extents[0] * out_extents[1] * out_extents[2] * out_extents[3]));
+  {
+    nb::gil_scoped_release released;
+    Queue queue(b);
+    DeviceCopy<float> dx(queue, input.data(), input.size(), true);
+    DeviceCopy<float> dw(queue, weight.data(), weight.size(), true);
+    DeviceCopy<float> db(queue, bias ? bias->data() : nullptr, size_t(bias_count), bias_count > 0);
+    DeviceCopy<float> dy(queue, y.data(), y.size(), false);
+    conv2d(queue, make_view<4, const float>(dx.data(), in_extents),
+           make_view<4, const float>(dw.data(), w_extents),
+           make_view<const float>(db.data(), bias_count), make_view<4>(dy.data(), out_extents),
+           params);
+    dy.to_host(y.data(), y.size());
+    queue.wait();
+  }
+  return nb::cast(to_numpy(std::move(y), {size_t(out_extents[0]), size_t(out_extents[1]),
+                                          size_t(out_extents[2]), size_t(out_extents[3])}));
 }
 
 }  // namespace
@@ -374,6 +496,18 @@ NB_MODULE(_kaas, m) {
       .def("__repr__",
            [](const Client& c) { return "<kaas.Client " + c.model() + ", " + c.describe() + ">"; });
 
+  m.def("dense", &kaas::python::dense_py, "x"_a, "w"_a, "bias"_a = nb::none(),
+        "activation"_a = "none", "alpha"_a = 0.01f, "backend"_a = "auto",
+        "y = activation(x @ w + bias): x float32 [M, K], w [K, N], bias [N] or None.");
+  m.def("softmax", &kaas::python::softmax_py, "x"_a, "axis"_a = -1, "log"_a = false,
+        "backend"_a = "auto", "Softmax (or log-softmax) of float32 x along axis.");
+  m.def("conv2d", &kaas::python::conv2d_py, "input"_a, "weight"_a, "bias"_a = nb::none(),
+        "stride"_a = std::make_tuple(int64_t(1), int64_t(1)),
+        "pads"_a = std::make_tuple(int64_t(0), int64_t(0), int64_t(0), int64_t(0)),
+        "dilation"_a = std::make_tuple(int64_t(1), int64_t(1)), "groups"_a = 1, "layout"_a = "NCHW",
+        "activation"_a = "none", "alpha"_a = 0.01f, "backend"_a = "auto",
+        "2-D convolution, ONNX Conv semantics: input float32 [N, C, H, W] (or NHWC with\n"
+        "layout='NHWC'), weight [C_out, C_in/groups, KH, KW], pads (top, left, bottom, right).");
   m.def("knn", &kaas::python::knn_py, "points"_a, "row_splits"_a, "k"_a, "method"_a = "auto",
         "backend"_a = "auto",
         "Exact k nearest neighbours of every point within its event.\n\n"

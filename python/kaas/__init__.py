@@ -9,7 +9,33 @@ from ._kaas import (  # noqa: F401
     Unavailable,
     Unimplemented,
     backends,
+    conv2d,
+    dense,
     knn,
+    softmax,
 )
 
 __version__ = "0.5.0"
+
+
+class Model:
+    """A model-repository entry run in this process (kaas::client's direct mode)."""
+
+    def __init__(self, client):
+        self._client = client
+
+    @staticmethod
+    def load(repository, name, backend="auto"):
+        return Model(Client.direct(str(repository), name, backend))
+
+    @property
+    def signature(self):
+        """{"inputs": [(name, datatype, shape)], "outputs": [...], "max_batch": n}"""
+        return self._client.signature
+
+    def run(self, inputs, outputs=None):
+        """{input name: array} -> {output name: array}"""
+        return self._client.run(inputs, outputs=outputs)
+
+    def __repr__(self):
+        return f"<kaas.Model {self._client.model}>"
