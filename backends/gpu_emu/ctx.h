@@ -1,6 +1,7 @@
 #pragma once
 // Kernel context of the emulated-GPU backend: like a GPU, every element of a group is its own
-// (CPU) thread; see scheduler.h for the turn-taking rules that make races deterministic.
+// thread of execution (a fiber); scheduler.h has the turn-taking rules that make races
+// deterministic.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// launch() of the emulated-GPU backend. Slow by design (a thread per element); tests only.
+// launch() of the emulated-GPU backend. Slow by design (a fiber per element); tests only.
 
 #include "kaas/backends/gpu_emu/ctx.h"
 #include "kaas/backends/launch_check.h"

@@ -1,18 +1,18 @@
 #include "kaas/backends/gpu_emu/scheduler.h"
 
-#include <pthread.h>
-#include <sched.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <semaphore>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/error.h"
+#include "kaas/backends/gpu_emu/fiber_sanitizers.h"
 
 namespace kaas::gpu_emu {
 
@@ -23,128 +23,197 @@ struct LaunchAborted {};
 
 enum class ThreadState { kRunning, kAtBarrier, kReturned };
 
+// Kernel bodies keep small locals; sanitizers make frames larger. Only touched pages are used.
+constexpr size_t kStackBytes = size_t{512} << 10;
+
+// Stacks for the element threads of one launching OS thread, kept between launches so a launch
+// costs no mmap. Each stack has a PROT_NONE guard page below it: an overflow faults.
+class StackPool {
+ public:
+  ~StackPool() { release(); }
+
+  // Stack `i` of at least `count`; throws kResourceExhausted when the mapping fails.
+  unsigned char* stack(size_t i) const { return base_ + i * stride() + page(); }
+  void reserve(size_t count) {
+    if (count <= count_) return;
+    release();
+    void* base = mmap(nullptr, count * stride(), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
+      throw Error(ErrorCode::kResourceExhausted,
+                  "could not map stacks for " + std::to_string(count) +
+                      " emulated element threads: " + std::strerror(errno));
+    base_ = static_cast<unsigned char*>(base);
+    count_ = count;
+    for (size_t i = 0; i < count; ++i) (void)mprotect(base_ + i * stride(), page(), PROT_NONE);
+  }
+
+ private:
+  static size_t page() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+  static size_t stride() { return kStackBytes + page(); }
+  void release() {
+    if (base_ != nullptr) munmap(base_, count_ * stride());
+    base_ = nullptr;
+    count_ = 0;
+  }
+  unsigned char* base_ = nullptr;
+  size_t count_ = 0;
+};
+
+thread_local StackPool stack_pool;
+
 }  // namespace
 
+// Element threads are fibers (ucontext) on the launching OS thread: a baton pass is a context
+// switch in user space instead of a wake-up of another OS thread, and a launch starts no thread.
 class Scheduler {
  public:
-  Scheduler(int64_t groups, int group_size, size_t shared_bytes, const char* kernel_name)
+  Scheduler(int64_t groups, int group_size, size_t shared_bytes, const char* kernel_name,
+            const std::function<void(const ThreadPlace&)>& body)
       : groups_(groups),
         group_size_(group_size),
         shared_bytes_(shared_bytes),
         kernel_name_(kernel_name),
-        threads_(new Slot[static_cast<size_t>(group_size)]) {
+        body_(body),
+        fibers_(new Fiber[static_cast<size_t>(group_size)]) {
+    stack_pool.reserve(static_cast<size_t>(group_size));
     shared_ =
         static_cast<unsigned char*>(detail::allocate_host(shared_bytes > 0 ? shared_bytes : 1));
-    poison_shared();
-  }
-  ~Scheduler() { detail::free_host(shared_); }
-
-  void run(const std::function<void(const ThreadPlace&)>& body) {
-    std::vector<std::thread> workers;
-    workers.reserve(static_cast<size_t>(group_size_));
-    try {
-      for (int t = 0; t < group_size_; ++t) {
-        workers.emplace_back([this, t, &body] { element_thread(t, body); });
-        pin_to_launching_cpu(workers.back());
-      }
-    } catch (const std::system_error& e) {
-      abort_all("could not start " + std::to_string(group_size_) +
-                " emulated element threads: " + e.what());
-      for (auto& w : workers) w.join();
-      throw Error(ErrorCode::kResourceExhausted, failure_);
+    launcher_sanitizer_ = FiberSanitizerState::current_thread();
+    for (int t = 0; t < group_size_; ++t) {
+      Fiber& f = fibers_[static_cast<size_t>(t)];
+      f.stack = stack_pool.stack(static_cast<size_t>(t));
+      f.sanitizer = FiberSanitizerState::new_fiber(f.stack, kStackBytes);
     }
-    threads_[0].turn.release();  // thread 0 starts group 0
-    for (auto& w : workers) w.join();
+  }
+  ~Scheduler() {
+    for (int t = 0; t < group_size_; ++t) fibers_[static_cast<size_t>(t)].sanitizer.destroy();
+    detail::free_host(shared_);
+  }
+
+  void run() {
+    for (group_ = 0; group_ < groups_ && !aborted_; ++group_) run_group();
+    unwind_suspended();
     if (first_exception_) std::rethrow_exception(first_exception_);
     if (!failure_.empty()) throw Error(ErrorCode::kInternal, failure_);
   }
 
-  // Called by the baton holder from sync().
+  // Called on an element thread's fiber from sync(): back to the launcher until its next turn.
   void arrive_at_barrier(int thread) {
-    Slot& self = threads_[static_cast<size_t>(thread)];
+    Fiber& self = fibers_[static_cast<size_t>(thread)];
     self.state = ThreadState::kAtBarrier;
     ++self.syncs;
-    pass_baton(thread);
-    self.turn.acquire();
+    yield_to_launcher(self);
     if (aborted_) throw LaunchAborted{};
   }
 
  private:
-  struct Slot {
-    std::binary_semaphore turn{0};
+  struct Fiber {
+    ucontext_t context;
+    unsigned char* stack = nullptr;
+    FiberSanitizerState sanitizer;
     ThreadState state = ThreadState::kRunning;
-    int64_t syncs = 0;  // sync() calls in the current group
+    bool started = false;   // has a frame on its stack (between its first turn and its exit)
+    int64_t syncs = 0;      // sync() calls in the current group
   };
 
-  // Only one element thread runs at a time, so keeping them all on one core turns each baton
-  // pass into a local context switch instead of a cross-core wake-up (several times faster).
-  static void pin_to_launching_cpu(std::thread& worker) {
-    const int cpu = sched_getcpu();
-    if (cpu < 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)pthread_setaffinity_np(worker.native_handle(), sizeof set, &set);
+  // One group: rounds in which every element thread runs, in order 0, 1, ..., until it reaches
+  // sync() or returns; the last one of a round decides what comes next.
+  void run_group() {
+    poison_shared();
+    for (int t = 0; t < group_size_; ++t) {
+      Fiber& f = fibers_[static_cast<size_t>(t)];
+      f.state = ThreadState::kRunning;
+      f.syncs = 0;
+    }
+    for (;;) {
+      for (int t = 0; t < group_size_ && !aborted_; ++t) resume(t);
+      if (aborted_) return;
+      int waiting = 0;
+      for (int t = 0; t < group_size_; ++t)
+        waiting += fibers_[static_cast<size_t>(t)].state == ThreadState::kAtBarrier;
+      if (waiting == 0) return;  // every element returned: the group is done
+      if (waiting < group_size_) {
+        abort(divergence_message());
+        return;
+      }
+      for (int t = 0; t < group_size_; ++t)
+        fibers_[static_cast<size_t>(t)].state = ThreadState::kRunning;
+    }
   }
 
-  void element_thread(int thread, const std::function<void(const ThreadPlace&)>& body) {
-    Slot& self = threads_[static_cast<size_t>(thread)];
-    for (int64_t g = 0; g < groups_; ++g) {
-      self.turn.acquire();
-      if (aborted_) return;
+  // Runs element thread t until its next sync() or return. A fiber's body runs once per group;
+  // between groups it waits in element_main for the next one.
+  void resume(int t) {
+    Fiber& f = fibers_[static_cast<size_t>(t)];
+    if (!f.started) {
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack;
+      f.context.uc_stack.ss_size = kStackBytes;
+      f.context.uc_link = nullptr;
+      const auto self = reinterpret_cast<uintptr_t>(this);
+      makecontext(&f.context, reinterpret_cast<void (*)()>(&Scheduler::element_main), 3,
+                  static_cast<unsigned>(self >> 32), static_cast<unsigned>(self & 0xFFFFFFFFu), t);
+      f.started = true;
+    }
+    launcher_sanitizer_.switch_to(f.sanitizer);
+    swapcontext(&launcher_context_, &f.context);
+    launcher_sanitizer_.arrived(f.sanitizer);
+  }
+
+  void yield_to_launcher(Fiber& self) {
+    self.sanitizer.switch_to(launcher_sanitizer_);
+    swapcontext(&self.context, &launcher_context_);
+    self.sanitizer.arrived(launcher_sanitizer_);
+  }
+
+  static void element_main(unsigned self_high, unsigned self_low, int thread) {
+    auto* s = reinterpret_cast<Scheduler*>((uintptr_t{self_high} << 32) | self_low);
+    Fiber& self = s->fibers_[static_cast<size_t>(thread)];
+    self.sanitizer.arrived(s->launcher_sanitizer_);
+    s->element_loop(self, thread);
+    // Leaves this stack for good: the launcher never resumes this context.
+    self.started = false;
+    self.sanitizer.leave_for_good(s->launcher_sanitizer_);
+    setcontext(&s->launcher_context_);
+  }
+
+  void element_loop(Fiber& self, int thread) {
+    while (!aborted_) {
       try {
-        body(ThreadPlace{g, groups_, group_size_, thread, shared_, this});
+        body_(ThreadPlace{group_, groups_, group_size_, thread, shared_, this});
       } catch (const LaunchAborted&) {
         return;
       } catch (...) {
         if (!first_exception_) first_exception_ = std::current_exception();
-        abort_all("");
+        abort("");
         return;
       }
       self.state = ThreadState::kReturned;
-      pass_baton(thread);
+      if (group_ + 1 >= groups_) return;  // the last group: nothing to wait for
+      yield_to_launcher(self);            // resumed for the next group (or to unwind)
     }
   }
 
-  // Gives the turn to the next thread; the last thread of a round decides what comes next.
-  void pass_baton(int thread) {
-    if (thread + 1 < group_size_) {
-      threads_[static_cast<size_t>(thread) + 1].turn.release();
-      return;
-    }
-    int waiting = 0, returned = 0;
-    for (int t = 0; t < group_size_; ++t) {
-      (threads_[static_cast<size_t>(t)].state == ThreadState::kAtBarrier ? waiting : returned)++;
-    }
-    if (waiting == group_size_) {  // everyone reached the barrier: next round
-      for (int t = 0; t < group_size_; ++t)
-        threads_[static_cast<size_t>(t)].state = ThreadState::kRunning;
-      threads_[0].turn.release();
-    } else if (returned == group_size_) {  // group finished
-      if (++group_ < groups_) {
-        poison_shared();
-        for (int t = 0; t < group_size_; ++t) {
-          threads_[static_cast<size_t>(t)].state = ThreadState::kRunning;
-          threads_[static_cast<size_t>(t)].syncs = 0;
-        }
-        threads_[0].turn.release();
-      }
-    } else {
-      abort_all(divergence_message());
-    }
+  // After an abort, element threads waiting in sync() (or between groups) still hold frames:
+  // resume each once so LaunchAborted unwinds it and its destructors run.
+  void unwind_suspended() {
+    aborted_ = true;
+    for (int t = 0; t < group_size_; ++t)
+      if (fibers_[static_cast<size_t>(t)].started) resume(t);
   }
 
   std::string divergence_message() const {
     std::string waiting_threads, returned_threads;
     int64_t waiting_syncs = -1, returned_syncs = -1;
     for (int t = 0; t < group_size_; ++t) {
-      const Slot& s = threads_[static_cast<size_t>(t)];
-      std::string& list = s.state == ThreadState::kAtBarrier ? waiting_threads : returned_threads;
+      const Fiber& f = fibers_[static_cast<size_t>(t)];
+      std::string& list = f.state == ThreadState::kAtBarrier ? waiting_threads : returned_threads;
       if (list.size() < 60) {
         if (!list.empty()) list += ',';
         list += std::to_string(t);
       }
-      (s.state == ThreadState::kAtBarrier ? waiting_syncs : returned_syncs) = s.syncs;
+      (f.state == ThreadState::kAtBarrier ? waiting_syncs : returned_syncs) = f.syncs;
     }
     return "barrier divergence in kernel " + std::string(kernel_name_) + ", group " +
            std::to_string(group_) + " (group_size " + std::to_string(group_size_) +
@@ -154,21 +223,21 @@ class Scheduler {
            " sync() calls; every element of a group must reach the same sync() calls";
   }
 
-  // Wakes every thread so it can unwind; only the baton holder calls this.
-  void abort_all(const std::string& message) {
+  void abort(const std::string& message) {
     if (failure_.empty() && !message.empty()) failure_ = message;
     aborted_ = true;
-    for (int t = 0; t < group_size_; ++t) threads_[static_cast<size_t>(t)].turn.release();
   }
 
   void poison_shared() { std::memset(shared_, 0xFF, shared_bytes_ > 0 ? shared_bytes_ : 1); }
 
-  // Only the thread holding the baton touches the fields below; the semaphores order them.
   const int64_t groups_;
   const int group_size_;
   const size_t shared_bytes_;
   const char* kernel_name_;
-  std::unique_ptr<Slot[]> threads_;
+  const std::function<void(const ThreadPlace&)>& body_;
+  std::unique_ptr<Fiber[]> fibers_;
+  ucontext_t launcher_context_;
+  FiberSanitizerState launcher_sanitizer_;
   unsigned char* shared_ = nullptr;
   int64_t group_ = 0;
   bool aborted_ = false;
@@ -179,8 +248,18 @@ class Scheduler {
 void run_emulated(int64_t groups, int group_size, size_t shared_bytes, const char* kernel_name,
                   const std::function<void(const ThreadPlace&)>& body) {
   if (groups <= 0) return;
-  Scheduler scheduler(groups, group_size, shared_bytes, kernel_name);
-  scheduler.run(body);
+  // The stack pool belongs to the launching OS thread; a kernel body cannot launch again.
+  thread_local bool launching = false;
+  if (launching)
+    throw Error(ErrorCode::kInternal, std::string("kernel ") + kernel_name +
+                                          " launched from inside an emulated kernel");
+  launching = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{launching};
+  Scheduler scheduler(groups, group_size, shared_bytes, kernel_name, body);
+  scheduler.run();
 }
 
 void barrier(const ThreadPlace& place) {

@@ -1,6 +1,6 @@
 #pragma once
-// The emulated-GPU execution model. Each group runs with group_size CPU threads ("element
-// threads") that take turns one at a time, always in the order 0, 1, ..., between barriers: a
+// The emulated-GPU execution model. Each group runs with group_size "element threads" (fibers
+// with their own stacks on the launching OS thread) that take turns one at a time, always in the order 0, 1, ..., between barriers: a
 // baton passes at every sync() and when a thread returns. A round ends when the last thread
 // hands the baton on; then either all threads wait at a barrier (next round), all returned
 // (next group), or some wait while others returned: barrier divergence, reported as an Error

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <string>
 #include <vector>
 
 #include "kaas/backends/kernel.h"
@@ -75,6 +77,62 @@ TEST(EmulatedGpu, AnExceptionInOneElementEndsTheLaunchCleanly) {
   std::vector<int> log;  // the backend still works afterwards
   launch(queue, 1, 2, 0, OrderKernel{}, &log, 1);
   EXPECT_EQ(log, (std::vector<int>{0, 10}));
+}
+
+// Element 1 of group 1 skips the barrier the others wait at.
+struct DivergentKernel {
+  static constexpr const char* kName = "divergent_probe";
+  void operator()(const Ctx& ctx, std::vector<int>* destroyed) const {
+    struct Guard {  // proves the waiting elements are unwound, not abandoned
+      std::vector<int>* log;
+      int id;
+      ~Guard() { log->push_back(id); }
+    } guard{destroyed, int(ctx.group_id() * 100 + group_elements(ctx, 1000).first)};
+    if (ctx.group_id() == 1 && group_elements(ctx, 1000).first == 1) return;
+    ctx.sync();
+  }
+};
+
+TEST(EmulatedGpu, BarrierDivergenceIsAnErrorAndEveryElementIsUnwound) {
+  Queue queue(backend_instance());
+  std::vector<int> destroyed;
+  try {
+    launch(queue, 3, 4, 0, DivergentKernel{}, &destroyed);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("barrier divergence in kernel divergent_probe, group 1"),
+              std::string::npos)
+        << e.what();
+  }
+  std::sort(destroyed.begin(), destroyed.end());
+  EXPECT_EQ(destroyed, (std::vector<int>{0, 1, 2, 3, 100, 101, 102, 103}));  // group 2 never ran
+}
+
+// Many elements, groups and barriers: a block-wide tree sum through shared memory, as GPU
+// kernels write it, gives the exact answer on every group.
+struct TreeSumKernel {
+  static constexpr const char* kName = "tree_sum_probe";
+  void operator()(const Ctx& ctx, int64_t* sums) const {
+    auto* partial = ctx.shared<int64_t>();
+    const int n = ctx.group_size();
+    for (int64_t e : group_elements(ctx, n)) partial[e] = ctx.group_id() * 1000 + e;
+    for (int stride = n / 2; stride > 0; stride /= 2) {
+      ctx.sync();
+      for (int64_t e : group_elements(ctx, stride)) partial[e] += partial[e + stride];
+    }
+    ctx.sync();
+    for (int64_t e : group_elements(ctx, 1)) sums[ctx.group_id() + e] = partial[0];
+  }
+};
+
+TEST(EmulatedGpu, LargeGroupsWithManyBarriers) {
+  Queue queue(backend_instance());
+  constexpr int kGroupSize = 1024;
+  std::vector<int64_t> sums(6, -1);
+  launch(queue, 6, kGroupSize, kGroupSize * sizeof(int64_t), TreeSumKernel{}, sums.data());
+  for (int64_t g = 0; g < 6; ++g)
+    EXPECT_EQ(sums[size_t(g)], g * 1000 * kGroupSize + int64_t(kGroupSize) * (kGroupSize - 1) / 2);
 }
 
 TEST(EmulatedGpu, ZeroGroupsRunNothing) {

@@ -262,7 +262,6 @@ TEST_P(KnnTest, FloatPointsMatchDoubleReference) {
 
 TEST_P(KnnTest, LargeEventBinnedMatchesBruteForce) {
   Queue queue(*GetParam());
-  if (queue.backend().id() == BackendId::kGpuEmu) GTEST_SKIP() << "too slow on the emulator";
   for (int64_t dims : {2, 4}) {
     const PointSet set = make_points(Shape::kClustered, dims, {12000, 3000}, 5u);
     expect_same(run_knn(queue, set, 32, KnnMethod::kBinned),

@@ -88,7 +88,7 @@ TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
   const auto [backend, style, plan] = GetParam();
   const bool keras = style == EmTrkGraphStyle::kKeras;
   const auto proto = models::make_emtrk_model({style});
-  const int64_t batch = backend->id() == BackendId::kGpuEmu ? 1 : 5;  // the emulator is slow
+  const int64_t batch = 5;
   const auto patches = random_floats(batch * 48 * 48, 99, -5.0f, 15.0f);
   models::OnnxModelOptions options;
   options.max_batch = 8;

@@ -49,12 +49,11 @@ std::vector<HostTensor> inputs_of(const Event& e) {
 // 1e-5: the chunk size changes the fused plan's slab partition, so the summation order).
 TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
   const Backend& backend = *GetParam();
-  const bool emu = backend.id() == BackendId::kGpuEmu;
-  const Event e = make_event(emu ? 0 : 17);  // the emulator runs one OS thread per element
+  const Event e = make_event(17);
   const int64_t hits = int64_t(e.wire.size());
   const auto cnn = models::make_emtrk_model();
   models::MichelFromImageOptions options;
-  options.hits_per_chunk = emu ? 2 : 7;  // several chunks and a partial last one
+  options.hits_per_chunk = 7;  // several chunks and a partial last one
   const auto model = models::make_michel_from_image(cnn, backend, options);
   const auto out = model->run(inputs_of(e));
   ASSERT_EQ(out.size(), 2u);

@@ -20,10 +20,10 @@ std::vector<std::string> unavailable_backends_under_test();
 // gtest parameter naming: the backend's name.
 std::string backend_name(const ::testing::TestParamInfo<const Backend*>& info);
 
-// The emulated GPU hands a baton between element threads at every sync() (a few µs each), so
+// The emulated GPU hands a baton between element threads at every sync() (a fiber switch), so
 // tests skip configurations on it whose estimated number of hand-overs exceeds this budget;
 // serial and openmp run every configuration.
-inline constexpr int64_t kEmulatorHandoffBudget = 400'000;
+inline constexpr int64_t kEmulatorHandoffBudget = 4'000'000;
 bool affordable(const Backend& backend, int64_t estimated_handoffs);
 
 }  // namespace kaas::testing
