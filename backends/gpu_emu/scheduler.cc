@@ -114,8 +114,8 @@ class Scheduler {
     unsigned char* stack = nullptr;
     FiberSanitizerState sanitizer;
     ThreadState state = ThreadState::kRunning;
-    bool started = false;   // has a frame on its stack (between its first turn and its exit)
-    int64_t syncs = 0;      // sync() calls in the current group
+    bool started = false;  // has a frame on its stack (between its first turn and its exit)
+    int64_t syncs = 0;     // sync() calls in the current group
   };
 
   // One group: rounds in which every element thread runs, in order 0, 1, ..., until it reaches
@@ -252,8 +252,8 @@ void run_emulated(int64_t groups, int group_size, size_t shared_bytes, const cha
   // The stack pool belongs to the launching OS thread; a kernel body cannot launch again.
   thread_local bool launching = false;
   if (launching)
-    throw Error(ErrorCode::kInternal, std::string("kernel ") + kernel_name +
-                                          " launched from inside an emulated kernel");
+    throw Error(ErrorCode::kInternal,
+                std::string("kernel ") + kernel_name + " launched from inside an emulated kernel");
   launching = true;
   struct Reset {
     bool& flag;
