@@ -10,9 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kaas/backends/backend_list.h"
+
 namespace kaas {
 
-enum class BackendId { kSerial, kOpenmp, kGpuEmu, kCuda, kHip };
+#define KAAS_BACKEND_ENUMERATOR(ns, id, ...) id,
+enum class BackendId { KAAS_BACKEND_LIST(KAAS_BACKEND_ENUMERATOR) };
+#undef KAAS_BACKEND_ENUMERATOR
 
 struct DeviceInfo {
   std::string name;             // "Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3"
@@ -69,13 +73,15 @@ class Backend {
   virtual double elapsed_ms(void* start, void* stop) const = 0;
 };
 
-// Every backend compiled into this binary, in a fixed order (serial, openmp, gpu_emu, cuda,
-// hip), available or not.
+// Every backend compiled into this binary, in the order of KAAS_BACKEND_LIST, available or not.
 std::span<const Backend* const> compiled_backends();
 // Throws kNotFound naming the known backends when `name` is not compiled in.
 const Backend& find_backend(std::string_view name);
-// "auto": the first available of cuda, hip, openmp, serial (gpu_emu is for tests only).
+// "auto": the available backend of highest preference in KAAS_BACKEND_LIST (cuda, hip, openmp,
+// serial; gpu_emu is for tests only).
 const Backend& default_backend();
+// "auto, serial, openmp, ...": the names --backend accepts in this build, for help texts.
+std::string backend_choices();
 
 std::string_view to_string(BackendId id);
 

@@ -1,53 +1,35 @@
 #pragma once
 // Run-time dispatch from a type-erased Queue to the launcher compiled for its backend. Public
-// kernel entry points (kernels/<name>.cc) use these two macros, so they never test a backend
-// macro themselves.
+// kernel entry points (kernels/<name>.cc) use these macros, so they never test a backend macro
+// themselves; the arms are generated from KAAS_BACKEND_LIST.
 //
 //   KAAS_DECLARE_LAUNCHER(void, axpy_launch, (const Queue&, float, View1<const float>, ...))
 //     declares kaas::<backend>::axpy_launch for every compiled backend (at namespace kaas).
-//   KAAS_DISPATCH(queue, axpy_launch, queue, a, x, y)
-//     calls the one matching queue.backend_id().
+//   KAAS_RETURN_LAUNCH(queue, axpy_launch, queue, a, x, y);
+//     returns from the enclosing function what the launcher of queue.backend_id() returns.
+//   KAAS_LAUNCH(queue, gemm_fill_launch, queue, ...);
+//     calls it as a statement; the enclosing function goes on.
 
 #include <string>
 
+#include "kaas/backends/backend_list.h"
 #include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
 #include "kaas/build_config.h"
 
-#define KAAS_EXPAND_IF_0(...)
-#define KAAS_EXPAND_IF_1(...) __VA_ARGS__
-#define KAAS_EXPAND_IF_(flag, ...) KAAS_EXPAND_IF_##flag(__VA_ARGS__)
-#define KAAS_EXPAND_IF(flag, ...) KAAS_EXPAND_IF_(flag, __VA_ARGS__)
+#define KAAS_DECLARE_LAUNCHER_IN(ns, id, macro, preference, ret, name, params) \
+  KAAS_IF_COMPILED(                                                            \
+      macro, namespace ns { ret name params; })
+#define KAAS_DECLARE_LAUNCHER(ret, name, params) \
+  KAAS_BACKEND_LIST(KAAS_DECLARE_LAUNCHER_IN, ret, name, params)
 
-#define KAAS_DECLARE_LAUNCHER(ret, name, params)                 \
-  KAAS_EXPAND_IF(                                                \
-      KAAS_HAVE_SERIAL, namespace serial { ret name params; })   \
-  KAAS_EXPAND_IF(                                                \
-      KAAS_HAVE_OPENMP, namespace openmp { ret name params; })   \
-  KAAS_EXPAND_IF(                                                \
-      KAAS_HAVE_GPU_EMU, namespace gpu_emu { ret name params; }) \
-  KAAS_EXPAND_IF(                                                \
-      KAAS_HAVE_CUDA, namespace cuda { ret name params; })       \
-  KAAS_EXPAND_IF(                                                \
-      KAAS_HAVE_HIP, namespace hip { ret name params; })
+#define KAAS_LAUNCH_ARM(ns, id, macro, preference, launcher, ...) \
+  KAAS_IF_COMPILED(macro, case ::kaas::BackendId::id : return ::kaas::ns::launcher(__VA_ARGS__);)
 
-// The same as a statement that does not return from the caller.
-#define KAAS_DISPATCH_VOID(queue, launcher, ...) \
-  [&] { KAAS_DISPATCH(queue, launcher, __VA_ARGS__); }()
-
-#define KAAS_DISPATCH(queue, launcher, ...)                                                  \
+#define KAAS_RETURN_LAUNCH(queue, launcher, ...)                                             \
   do {                                                                                       \
     switch ((queue).backend_id()) {                                                          \
-      KAAS_EXPAND_IF(KAAS_HAVE_SERIAL, case ::kaas::BackendId::kSerial                       \
-                     : return ::kaas::serial::launcher(__VA_ARGS__);)                        \
-      KAAS_EXPAND_IF(KAAS_HAVE_OPENMP, case ::kaas::BackendId::kOpenmp                       \
-                     : return ::kaas::openmp::launcher(__VA_ARGS__);)                        \
-      KAAS_EXPAND_IF(KAAS_HAVE_GPU_EMU, case ::kaas::BackendId::kGpuEmu                      \
-                     : return ::kaas::gpu_emu::launcher(__VA_ARGS__);)                       \
-      KAAS_EXPAND_IF(KAAS_HAVE_CUDA, case ::kaas::BackendId::kCuda                           \
-                     : return ::kaas::cuda::launcher(__VA_ARGS__);)                          \
-      KAAS_EXPAND_IF(KAAS_HAVE_HIP, case ::kaas::BackendId::kHip                             \
-                     : return ::kaas::hip::launcher(__VA_ARGS__);)                           \
+      KAAS_BACKEND_LIST(KAAS_LAUNCH_ARM, launcher, __VA_ARGS__)                              \
       default:                                                                               \
         break;                                                                               \
     }                                                                                        \
@@ -55,3 +37,6 @@
                         std::string(#launcher ": backend '") +                               \
                             std::string((queue).backend().name()) + "' is not compiled in"); \
   } while (false)
+
+#define KAAS_LAUNCH(queue, launcher, ...) \
+  [&] { KAAS_RETURN_LAUNCH(queue, launcher, __VA_ARGS__); }()

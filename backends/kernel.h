@@ -26,15 +26,7 @@
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
 
-#if defined(KAAS_BACKEND_SERIAL)
-#include "kaas/backends/cpu/launch_serial.h"
-#elif defined(KAAS_BACKEND_OPENMP)
-#include "kaas/backends/cpu/launch_openmp.h"
-#elif defined(KAAS_BACKEND_GPU_EMU)
-#include "kaas/backends/gpu_emu/launch.h"
-#else
-#include "kaas/backends/gpu/launch.h"
-#endif
+#include KAAS_BACKEND_LAUNCH_HEADER
 
 namespace kaas::KAAS_BACKEND_NS {
 

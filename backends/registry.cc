@@ -1,49 +1,50 @@
-#include <array>
 #include <string>
+#include <vector>
 
 #include "kaas/backends/backend.h"
+#include "kaas/backends/backend_list.h"
 #include "kaas/backends/error.h"
 #include "kaas/build_config.h"
 
 namespace kaas {
 
-namespace serial {
-const Backend& backend_instance();
+// Each compiled backend's runtime side, defined in its folder.
+#define KAAS_DECLARE_BACKEND_INSTANCE(ns, id, macro, ...) \
+  KAAS_IF_COMPILED(                                       \
+      macro, namespace ns { const Backend& backend_instance(); })
+KAAS_BACKEND_LIST(KAAS_DECLARE_BACKEND_INSTANCE)
+#undef KAAS_DECLARE_BACKEND_INSTANCE
+
+namespace {
+
+struct CompiledBackend {
+  const Backend* backend;
+  int auto_preference;  // higher wins for "auto"; 0: never chosen automatically
+};
+
+const std::vector<CompiledBackend>& compiled_list() {
+#define KAAS_COMPILED_BACKEND(ns, id, macro, preference, ...) \
+  KAAS_IF_COMPILED(macro, CompiledBackend{&ns::backend_instance(), preference}, )
+  static const std::vector<CompiledBackend> list{KAAS_BACKEND_LIST(KAAS_COMPILED_BACKEND)};
+#undef KAAS_COMPILED_BACKEND
+  return list;
 }
-#if KAAS_HAVE_OPENMP
-namespace openmp {
-const Backend& backend_instance();
-}
-#endif
-namespace gpu_emu {
-const Backend& backend_instance();
-}
-#if KAAS_HAVE_CUDA
-namespace cuda {
-const Backend& backend_instance();
-}
-#endif
-#if KAAS_HAVE_HIP
-namespace hip {
-const Backend& backend_instance();
-}
-#endif
+
+}  // namespace
 
 std::span<const Backend* const> compiled_backends() {
-  static const auto backends = std::to_array<const Backend*>({
-    &serial::backend_instance(),
-#if KAAS_HAVE_OPENMP
-        &openmp::backend_instance(),
-#endif
-        &gpu_emu::backend_instance(),
-#if KAAS_HAVE_CUDA
-        &cuda::backend_instance(),
-#endif
-#if KAAS_HAVE_HIP
-        &hip::backend_instance(),
-#endif
-  });
+  static const std::vector<const Backend*> backends = [] {
+    std::vector<const Backend*> list;
+    for (const CompiledBackend& entry : compiled_list()) list.push_back(entry.backend);
+    return list;
+  }();
   return backends;
+}
+
+std::string backend_choices() {
+  std::string choices = "auto";
+  for (const Backend* b : compiled_backends()) choices += ", " + std::string(b->name());
+  return choices;
 }
 
 const Backend& find_backend(std::string_view name) {
@@ -59,27 +60,21 @@ const Backend& find_backend(std::string_view name) {
 }
 
 const Backend& default_backend() {
-  for (BackendId preferred : {BackendId::kCuda, BackendId::kHip, BackendId::kOpenmp}) {
-    for (const Backend* b : compiled_backends()) {
-      if (b->id() == preferred && b->available()) return *b;
-    }
+  const CompiledBackend* best = nullptr;
+  for (const CompiledBackend& entry : compiled_list()) {
+    if (entry.auto_preference == 0 || !entry.backend->available()) continue;
+    if (best == nullptr || entry.auto_preference > best->auto_preference) best = &entry;
   }
-  return serial::backend_instance();
+  // serial is always compiled and always available.
+  return best != nullptr ? *best->backend : serial::backend_instance();
 }
 
 std::string_view to_string(BackendId id) {
-  switch (id) {
-    case BackendId::kSerial:
-      return "serial";
-    case BackendId::kOpenmp:
-      return "openmp";
-    case BackendId::kGpuEmu:
-      return "gpu_emu";
-    case BackendId::kCuda:
-      return "cuda";
-    case BackendId::kHip:
-      return "hip";
-  }
+#define KAAS_BACKEND_NAME_CASE(ns, enumerator, ...) \
+  case BackendId::enumerator:                       \
+    return #ns;
+  switch (id) { KAAS_BACKEND_LIST(KAAS_BACKEND_NAME_CASE) }
+#undef KAAS_BACKEND_NAME_CASE
   return "unknown";
 }
 

@@ -1,4 +1,4 @@
-# Single-source compilation: every `*.kern.cc` is compiled once per enabled backend, each time
+# The backend list and single-source compilation: every `*.kern.cc` is compiled once per enabled backend, each time
 # with exactly one KAAS_BACKEND_* macro, into that backend's namespace.
 #   serial, openmp, gpu_emu: the host C++ compiler (openmp adds OpenMP flags)
 #   cuda: nvcc, through a generated one-line .cu that includes the source
@@ -8,6 +8,26 @@
 # kaas_add_backend_objects(<target> SOURCES <files...> [BACKENDS <backends...>])
 # adds the objects to the existing library <target> (and lists them in its KAAS_BACKEND_OBJECTS
 # property); BACKENDS defaults to all enabled ones.
+
+# The backends, in the order of KAAS_BACKEND_LIST (backends/backend_list.h, checked by
+# test_core). serial and gpu_emu are always built; the others follow KAAS_ENABLE_<BACKEND>.
+set(KAAS_ALL_BACKENDS serial openmp gpu_emu cuda hip)
+set(KAAS_ENABLE_SERIAL ON)
+set(KAAS_ENABLE_GPU_EMU ON)
+set(KAAS_BACKENDS)
+set(KAAS_HAVE_BACKEND_DEFINES)
+foreach(backend IN LISTS KAAS_ALL_BACKENDS)
+  string(TOUPPER ${backend} upper)
+  set(KAAS_HAVE_${upper} 0)
+  if(KAAS_ENABLE_${upper})
+    set(KAAS_HAVE_${upper} 1)
+    list(APPEND KAAS_BACKENDS ${backend})
+  endif()
+  string(APPEND KAAS_HAVE_BACKEND_DEFINES "#define KAAS_HAVE_${upper} ${KAAS_HAVE_${upper}}\n")
+endforeach()
+set(KAAS_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/build_config.h.in ${KAAS_GENERATED_DIR}/kaas/build_config.h
+               @ONLY)
 
 set(_kaas_include_dirs ${PROJECT_SOURCE_DIR} ${KAAS_GENERATED_DIR})
 

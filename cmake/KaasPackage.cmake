@@ -73,7 +73,7 @@ kaas_shared_layer(kaas_client_shared NAME client
 # Public headers: what a consumer includes, and what those include. Everything else (kernel
 # bodies and the backend runtimes behind them, ONNX graph internals, the server) stays inside.
 set(KAAS_PUBLIC_HEADERS
-  backends/backend.h backends/buffer.h backends/dispatch.h backends/error.h
+  backends/backend.h backends/backend_list.h backends/buffer.h backends/dispatch.h backends/error.h
   backends/launch_config.h backends/math.h backends/portability.h backends/queue.h
   backends/view.h
   kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/elementwise.h kernels/gemm.h

@@ -9,7 +9,7 @@ void axpy(const Queue& queue, float a, View1<const float> x, View1<float> y, Lau
   detail::check_view(y, "axpy", "y");
   detail::check_same_extent(x.extent[0], y.extent[0], "axpy", "y extent (same as x)");
   detail::check_config(config, "axpy");
-  KAAS_DISPATCH(queue, axpy_launch, queue, a, x, y, config);
+  KAAS_RETURN_LAUNCH(queue, axpy_launch, queue, a, x, y, config);
 }
 
 }  // namespace kaas

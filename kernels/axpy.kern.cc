@@ -14,9 +14,8 @@ struct AxpyKernel {
 
 void axpy_launch(const Queue& queue, float a, View1<const float> x, View1<float> y,
                  LaunchConfig config) {
-  const int group_size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : element_grid(queue, x.extent[0], group_size);
+  const int group_size = config.group_size_or(256);
+  const int64_t groups = config.groups_or(element_grid(queue, x.extent[0], group_size));
   launch(queue, groups, group_size, 0, AxpyKernel{}, a, x, y);
 }
 

@@ -115,10 +115,8 @@ bool cpu_fast_applies(const Queue& queue, const View<const float, 4>& input,
 }
 
 // Checks everything and returns the output shape.
-Conv2dShape check_all(const Queue& queue, const View<const float, 4>& input,
-                      const View<const float, 4>& weight, const View<float, 4>& output,
-                      const Conv2dParams& params) {
-  (void)queue;
+Conv2dShape check_all(const View<const float, 4>& input, const View<const float, 4>& weight,
+                      const View<float, 4>& output, const Conv2dParams& params) {
   check_params(params);
   detail::check_view(input, kKernel, "input");
   detail::check_view(weight, kKernel, "weight");
@@ -265,14 +263,14 @@ Conv2dShape conv2d_output_shape(const Conv2dParams& params, const int64_t (&inpu
 Conv2dImpl conv2d_selected_impl(const Queue& queue, View<const float, 4> input,
                                 View<const float, 4> weight, View<float, 4> output,
                                 const Conv2dParams& params) {
-  const Conv2dShape shape = check_all(queue, input, weight, output, params);
+  const Conv2dShape shape = check_all(input, weight, output, params);
   return select(queue, input, output, params, shape);
 }
 
 void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
             View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
             LaunchConfig config) {
-  const Conv2dShape shape = check_all(queue, input, weight, output, params);
+  const Conv2dShape shape = check_all(input, weight, output, params);
   detail::check_view(bias, kKernel, "bias");
   require(bias.extent[0] == 0 || bias.extent[0] == shape.out_channels, kKernel, "bias extent",
           "0 or " + str(shape.out_channels), str(bias.extent[0]));
@@ -323,8 +321,8 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
 
   Conv2dGeometry geometry{params.stride_h, params.stride_w, params.dilation_h, params.dilation_w,
                           shape.pad_top,   shape.pad_left,  params.groups,     params.epilogue};
-  KAAS_DISPATCH(queue, conv2d_launch, queue, as_nchw(input, params.layout), weight, bias,
-                as_nchw(output, params.layout), geometry, config);
+  KAAS_RETURN_LAUNCH(queue, conv2d_launch, queue, as_nchw(input, params.layout), weight, bias,
+                     as_nchw(output, params.layout), geometry, config);
 }
 
 }  // namespace kaas

@@ -147,8 +147,8 @@ void conv2d_launch(const Queue& queue, View<const float, 4> input, View<const fl
   tiling.tp = kTileOutputs / tiling.tc;
   const int64_t tiles = geometry.groups * ((cout_g + tiling.tc - 1) / tiling.tc) *
                         ((pixels + tiling.tp - 1) / tiling.tp);
-  const int size = config.group_size > 0 ? config.group_size : kDefaultGroupSize;
-  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, tiles);
+  const int size = config.group_size_or(kDefaultGroupSize);
+  const int64_t groups = config.groups_or(grid_groups(queue, tiles));
   const size_t shared_bytes =
       sizeof(float) *
       static_cast<size_t>(tiling.tc * tiling.tp + kChunk * tiling.tp + tiling.tc * kChunk);

@@ -66,8 +66,8 @@ void copy_strided(const Queue& queue, View<const float, 6> src, View<float, 6> d
   check_elementwise("copy_strided", src, dst, "src");
   detail::check_config(config, "copy_strided");
   // A copy is `binary` with the second operand absent (extent 0 marks it).
-  KAAS_DISPATCH(queue, binary_launch, queue, BinaryOp::kAdd, src, View<const float, 6>{}, dst,
-                config);
+  KAAS_RETURN_LAUNCH(queue, binary_launch, queue, BinaryOp::kAdd, src, View<const float, 6>{}, dst,
+                     config);
 }
 
 void binary(const Queue& queue, BinaryOp op, View<const float, 6> a, View<const float, 6> b,
@@ -75,7 +75,7 @@ void binary(const Queue& queue, BinaryOp op, View<const float, 6> a, View<const 
   check_elementwise("binary", a, y, "a");
   check_elementwise("binary", b, y, "b");
   detail::check_config(config, "binary");
-  KAAS_DISPATCH(queue, binary_launch, queue, op, a, b, y, config);
+  KAAS_RETURN_LAUNCH(queue, binary_launch, queue, op, a, b, y, config);
 }
 
 }  // namespace kaas

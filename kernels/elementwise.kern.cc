@@ -36,9 +36,8 @@ struct BinaryKernel {
 void binary_launch(const Queue& queue, BinaryOp op, View<const float, 6> a, View<const float, 6> b,
                    View<float, 6> y, LaunchConfig config) {
   if (y.size() == 0) return;
-  const int group_size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : element_grid(queue, y.size(), group_size);
+  const int group_size = config.group_size_or(256);
+  const int64_t groups = config.groups_or(element_grid(queue, y.size(), group_size));
   launch(queue, groups, group_size, 0, BinaryKernel{}, op, a, b, y);
 }
 

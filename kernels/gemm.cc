@@ -101,8 +101,32 @@ GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const 
                                                               : GemmImpl::kPortable;
 }
 
-void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
-          View2<float> y, const GemmParams& params, LaunchConfig config) {
+namespace {
+
+// The operands as the product sees them: op(A), op(B), C broadcast to [M, N] by zero strides
+// (empty when there is no C).
+struct GemmOperands {
+  View2<const float> op_a, op_b, c_broadcast;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+View2<const float> broadcast_c(View2<const float> c, int64_t m, int64_t n) {
+  if (c.size() == 0) return View2<const float>{};
+  const bool rows_ok = c.extent[0] == m || c.extent[0] == 1;
+  const bool cols_ok = c.extent[1] == n || c.extent[1] == 1;
+  require(rows_ok && cols_ok, "gemm", "C shape",
+          "broadcastable to " + shape(m, n) + " ([M,N], [1,N], [M,1] or [1,1])",
+          shape(c.extent[0], c.extent[1]));
+  for (int d = 0; d < 2; ++d) {
+    if (c.extent[d] == 1) c.stride[d] = 0;
+  }
+  c.extent[0] = m;
+  c.extent[1] = n;
+  return c;
+}
+
+GemmOperands check_gemm(View2<const float> a, View2<const float> b, View2<const float> c,
+                        View2<float> y, const GemmParams& params, const LaunchConfig& config) {
   const char* where = "gemm";
   detail::check_view(a, where, "A");
   detail::check_view(b, where, "B");
@@ -113,101 +137,98 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
               config.group_size == 128,
           where, "LaunchConfig.group_size", "0 (default), 8, 32 or 128",
           std::to_string(config.group_size));
-  const auto op_a = params.trans_a ? transposed(a) : a;
-  const auto op_b = params.trans_b ? transposed(b) : b;
-  const int64_t m = op_a.extent[0], k = op_a.extent[1], n = op_b.extent[1];
-  require(op_b.extent[0] == k, where, params.trans_b ? "B rows of B^T (K)" : "B rows (K)",
-          std::to_string(k) + " (columns of op(A) " + shape(m, k) + ")",
-          std::to_string(op_b.extent[0]));
-  require(y.extent[0] == m && y.extent[1] == n, where, "Y shape", shape(m, n),
+  GemmOperands ops;
+  ops.op_a = params.trans_a ? transposed(a) : a;
+  ops.op_b = params.trans_b ? transposed(b) : b;
+  ops.m = ops.op_a.extent[0], ops.k = ops.op_a.extent[1], ops.n = ops.op_b.extent[1];
+  require(ops.op_b.extent[0] == ops.k, where, params.trans_b ? "B rows of B^T (K)" : "B rows (K)",
+          std::to_string(ops.k) + " (columns of op(A) " + shape(ops.m, ops.k) + ")",
+          std::to_string(ops.op_b.extent[0]));
+  require(y.extent[0] == ops.m && y.extent[1] == ops.n, where, "Y shape", shape(ops.m, ops.n),
           shape(y.extent[0], y.extent[1]));
-  View2<const float> c_broadcast = c;
-  if (c.size() > 0) {
-    const bool rows_ok = c.extent[0] == m || c.extent[0] == 1;
-    const bool cols_ok = c.extent[1] == n || c.extent[1] == 1;
-    require(rows_ok && cols_ok, where, "C shape",
-            "broadcastable to " + shape(m, n) + " ([M,N], [1,N], [M,1] or [1,1])",
-            shape(c.extent[0], c.extent[1]));
-    for (int d = 0; d < 2; ++d) {
-      if (c.extent[d] == 1) c_broadcast.stride[d] = 0;  // broadcast by stride 0
-    }
-    c_broadcast.extent[0] = m;
-    c_broadcast.extent[1] = n;
-  } else {
-    c_broadcast = View2<const float>{};
-  }
+  ops.c_broadcast = broadcast_c(c, ops.m, ops.n);
   require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
               params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kCpuFastAvx512 ||
               params.impl == GemmImpl::kCpuFastAvx2,
           where, "impl", "kAuto, kPortable, kVendor, kCpuFastAvx512 or kCpuFastAvx2",
           std::to_string(static_cast<int>(params.impl)));
-  if (y.size() == 0) return;
+  return ops;
+}
 
+// The AVX-512 / AVX2 row-major tiles on the CPU backends.
+void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, View2<float> y,
+                   const GemmParams& params) {
+  const std::string received =
+      std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n);
+  if (impl == GemmImpl::kCpuFastAvx512) {
+    require(avx512_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kCpuFastAvx512",
+            "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0", received);
+  } else {
+    require(avx2_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kCpuFastAvx2",
+            "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
+            received);
+  }
+  // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
+  // Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
+  const View2<const float>& c = ops.c_broadcast;
+  const bool c_is_y = c.data == y.data && c.stride[0] == y.stride[0] &&
+                      c.stride[1] == y.stride[1] && params.beta == 1.0f;
+  if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, c, params.beta, y);
+  const cpu_fast::GemmRowMajorArgs args{
+      ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
+      y.data,        y.stride[0],        ops.m,           ops.n,
+      ops.k,         params.alpha,       params.epilogue, queue.backend_id() == BackendId::kOpenmp};
+  if (impl == GemmImpl::kCpuFastAvx512) {
+    cpu_fast::gemm_avx512(args);
+  } else {
+    cpu_fast::gemm_avx2(args);
+  }
+}
+
+// OpenBLAS (openmp) or cuBLAS (cuda); the epilogue runs as its own launch.
+void gemm_vendor(const Queue& queue, const GemmOperands& ops, View2<float> y,
+                 const GemmParams& params) {
+  require(blas::has_sgemm(queue), "gemm", "impl kVendor",
+          "a backend with vendor BLAS (openmp with OpenBLAS, cuda)",
+          std::string(queue.backend().name()));
+  require(vendor_fits(ops.op_a, ops.op_b, y), "gemm", "operand layout for vendor BLAS",
+          "unit stride along one dimension of A and B, rows of Y contiguous, sizes < 2^31",
+          "other strides");
+  const float beta = ops.c_broadcast.extent[0] > 0 ? 1.0f : 0.0f;
+  if (beta != 0.0f) KAAS_LAUNCH(queue, gemm_fill_launch, queue, ops.c_broadcast, params.beta, y);
+  const BlasOperand la = blas_operand(ops.op_a), lb = blas_operand(ops.op_b);
+  blas::SgemmCall call;
+  call.transpose_a = la.transpose;
+  call.transpose_b = lb.transpose;
+  call.m = ops.m, call.n = ops.n, call.k = ops.k;
+  call.alpha = params.alpha;
+  call.a = ops.op_a.data, call.lda = la.ld;
+  call.b = ops.op_b.data, call.ldb = lb.ld;
+  call.beta = beta;
+  call.c = y.data, call.ldc = y.stride[0];
+  if (ops.k > 0) {
+    blas::sgemm(queue, call);
+  } else if (beta == 0.0f) {
+    KAAS_LAUNCH(queue, gemm_fill_launch, queue, View2<const float>{}, 0.0f, y);
+  }
+  if (params.epilogue.activation != Activation::kNone) {
+    KAAS_LAUNCH(queue, gemm_epilogue_launch, queue, params.epilogue, y);
+  }
+}
+
+}  // namespace
+
+void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
+          View2<float> y, const GemmParams& params, LaunchConfig config) {
+  const GemmOperands ops = check_gemm(a, b, c, y, params, config);
+  if (y.size() == 0) return;
   const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
   if (impl == GemmImpl::kCpuFastAvx512 || impl == GemmImpl::kCpuFastAvx2) {
-    if (impl == GemmImpl::kCpuFastAvx512)
-      require(avx512_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx512",
-              "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0",
-              std::string(queue.backend().name()) + ", N = " + std::to_string(n));
-    else
-      require(avx2_fits(queue, op_a, op_b, y), where, "impl kCpuFastAvx2",
-              "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
-              std::string(queue.backend().name()) + ", N = " + std::to_string(n));
-    // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
-    // Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
-    const bool c_is_y = c_broadcast.data == y.data && c_broadcast.stride[0] == y.stride[0] &&
-                        c_broadcast.stride[1] == y.stride[1] && params.beta == 1.0f;
-    if (!c_is_y) KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
-    cpu_fast::GemmRowMajorArgs args{op_a.data,
-                                    op_a.stride[0],
-                                    op_b.data,
-                                    op_b.stride[0],
-                                    y.data,
-                                    y.stride[0],
-                                    m,
-                                    n,
-                                    k,
-                                    params.alpha,
-                                    params.epilogue,
-                                    queue.backend_id() == BackendId::kOpenmp};
-    if (impl == GemmImpl::kCpuFastAvx512)
-      cpu_fast::gemm_avx512(args);
-    else
-      cpu_fast::gemm_avx2(args);
-    return;
+    return gemm_cpu_simd(queue, impl, ops, y, params);
   }
-  if (impl == GemmImpl::kVendor) {
-    require(blas::has_sgemm(queue), where, "impl kVendor",
-            "a backend with vendor BLAS (openmp with OpenBLAS, cuda)",
-            std::string(queue.backend().name()));
-    require(vendor_fits(op_a, op_b, y), where, "operand layout for vendor BLAS",
-            "unit stride along one dimension of A and B, rows of Y contiguous, sizes < 2^31",
-            "other strides");
-    const float beta = c_broadcast.extent[0] > 0 ? 1.0f : 0.0f;
-    if (beta != 0.0f)
-      KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, c_broadcast, params.beta, y);
-    const BlasOperand la = blas_operand(op_a), lb = blas_operand(op_b);
-    blas::SgemmCall call;
-    call.transpose_a = la.transpose;
-    call.transpose_b = lb.transpose;
-    call.m = m, call.n = n, call.k = k;
-    call.alpha = params.alpha;
-    call.a = op_a.data, call.lda = la.ld;
-    call.b = op_b.data, call.ldb = lb.ld;
-    call.beta = beta;
-    call.c = y.data, call.ldc = y.stride[0];
-    if (k > 0) {
-      blas::sgemm(queue, call);
-    } else if (beta == 0.0f) {
-      KAAS_DISPATCH_VOID(queue, gemm_fill_launch, queue, View2<const float>{}, 0.0f, y);
-    }
-    if (params.epilogue.activation != Activation::kNone) {
-      KAAS_DISPATCH_VOID(queue, gemm_epilogue_launch, queue, params.epilogue, y);
-    }
-    return;
-  }
-  KAAS_DISPATCH(queue, gemm_portable_launch, queue, op_a, op_b, c_broadcast, y, params.alpha,
-                params.beta, params.epilogue, config);
+  if (impl == GemmImpl::kVendor) return gemm_vendor(queue, ops, y, params);
+  KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
+                     params.alpha, params.beta, params.epilogue, config);
 }
 
 void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,

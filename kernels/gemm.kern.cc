@@ -135,10 +135,10 @@ void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const 
                           Epilogue epilogue, LaunchConfig config) {
   // group size tile^2 / (kMicroRows * kMicroCols): 8, 32 or 128 elements for 16, 32 or 64 wide
   // tiles
-  const int size = config.group_size > 0 ? config.group_size : 128;
+  const int size = config.group_size_or(128);
   const int tile = size == 8 ? 16 : size == 32 ? 32 : 64;
   const int64_t tiles = math::ceil_div(y.extent[0], tile) * math::ceil_div(y.extent[1], tile);
-  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, tiles);
+  const int64_t groups = config.groups_or(grid_groups(queue, tiles));
   const size_t shared = ((kRowPitch + kDepth) * tile + tile * tile) * sizeof(float);
   launch(queue, groups, size, shared, GemmTiledKernel{}, a, b, c, y, alpha, beta, epilogue, tile);
 }

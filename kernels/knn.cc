@@ -82,7 +82,8 @@ std::vector<float> check_finite(const Queue& queue, View2<const float> points) {
   copy_to_device(queue, std::span<const int32_t>(none), first_bad);
   copy_to_device(queue, std::span<const float>(bounds), device_bounds);
   [&] {
-    KAAS_DISPATCH(queue, knn_check_launch, queue, points, first_bad.view(), device_bounds.view());
+    KAAS_RETURN_LAUNCH(queue, knn_check_launch, queue, points, first_bad.view(),
+                       device_bounds.view());
   }();
   int32_t bad = 0;
   copy_to_host(queue, first_bad, std::span<int32_t>(&bad, 1));
@@ -123,8 +124,8 @@ void launch_brute_force(const Queue& queue, View2<const float> points,
       make_view<2>(static_cast<const int64_t*>(device_blocks.data()),
                    {static_cast<int64_t>(blocks.size() / 2), int64_t(2)});
   [&] {
-    KAAS_DISPATCH(queue, knn_brute_force_launch, queue, points, row_splits, block_view, k, indices,
-                  distances, size);
+    KAAS_RETURN_LAUNCH(queue, knn_brute_force_launch, queue, points, row_splits, block_view, k,
+                       indices, distances, size);
   }();
   queue.wait();  // the block table is freed on return
 }
@@ -198,19 +199,19 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
 
   [&] {
-    KAAS_DISPATCH(queue, knn_bin_count_launch, queue, points, row_splits, grid, cell_of.view(),
-                  slot.view(), starts.view());
+    KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid, cell_of.view(),
+                       slot.view(), starts.view());
   }();
   // counts -> cell starts, in place; starts[cells] = N.
   exclusive_scan<int32_t>(queue, starts.view(), starts.view(), scan_workspace.view(), scan_config);
   [&] {
-    KAAS_DISPATCH(queue, knn_bin_scatter_launch, queue, points, cell_of.view(), slot.view(),
-                  starts.view(), sorted_points.view(), sorted_index.view());
+    KAAS_RETURN_LAUNCH(queue, knn_bin_scatter_launch, queue, points, cell_of.view(), slot.view(),
+                       starts.view(), sorted_points.view(), sorted_index.view());
   }();
   [&] {
-    KAAS_DISPATCH(queue, knn_binned_search_launch, queue, grid, sorted_points.view(),
-                  sorted_index.view(), cell_of.view(), starts.view(), k, indices, distances,
-                  config.group_size);
+    KAAS_RETURN_LAUNCH(queue, knn_binned_search_launch, queue, grid, sorted_points.view(),
+                       sorted_index.view(), cell_of.view(), starts.view(), k, indices, distances,
+                       config.group_size);
   }();
   queue.wait();  // the workspaces are freed on return
 }

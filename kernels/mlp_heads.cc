@@ -37,8 +37,8 @@ void mlp_two_heads(const Queue& queue, View2<const float> x, const DenseLayer& h
   detail::check_same_extent(head_b.w.extent[1], out_b.extent[1], "mlp_two_heads", "out_b columns");
   detail::check_config(config, "mlp_two_heads");
   if (x.extent[0] == 0) return;
-  KAAS_DISPATCH(queue, mlp_two_heads_launch, queue, x, hidden, head_a, head_b, out_a, out_b,
-                config);
+  KAAS_RETURN_LAUNCH(queue, mlp_two_heads_launch, queue, x, hidden, head_a, head_b, out_a, out_b,
+                     config);
 }
 
 }  // namespace kaas

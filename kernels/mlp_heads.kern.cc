@@ -48,9 +48,8 @@ struct MlpTwoHeadsKernel {
 void mlp_two_heads_launch(const Queue& queue, View2<const float> x, DenseLayer hidden,
                           DenseLayer head_a, DenseLayer head_b, View2<float> out_a,
                           View2<float> out_b, LaunchConfig config) {
-  const int group_size = config.group_size > 0 ? config.group_size : 64;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : element_grid(queue, x.extent[0], group_size);
+  const int group_size = config.group_size_or(64);
+  const int64_t groups = config.groups_or(element_grid(queue, x.extent[0], group_size));
   launch(queue, groups, group_size, 0, MlpTwoHeadsKernel{}, x, hidden, head_a, head_b, out_a,
          out_b);
 }

@@ -50,7 +50,8 @@ void downsample_image(const Queue& queue, View2<const float> image, View2<float>
   detail::check_same_extent(downsampled_bins(image.extent[1], params), downsampled.extent[1], where,
                             "downsampled bins (image ticks / drift_window)");
   if (downsampled.size() == 0) return;
-  KAAS_DISPATCH(queue, downsample_launch, queue, image, downsampled, scaling_of(params), config);
+  KAAS_RETURN_LAUNCH(queue, downsample_launch, queue, image, downsampled, scaling_of(params),
+                     config);
 }
 
 void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t ticks,
@@ -81,8 +82,8 @@ void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t
   auto first_bad = make_device_buffer<int32_t>(queue, 1);
   const std::vector<int32_t> none = {INT32_MAX};
   copy_to_device(queue, std::span<const int32_t>(none), first_bad);
-  KAAS_DISPATCH_VOID(queue, hit_check_launch, queue, downsampled.extent[0], ticks, hit_wire,
-                     hit_time, first_bad.view());
+  KAAS_LAUNCH(queue, hit_check_launch, queue, downsampled.extent[0], ticks, hit_wire, hit_time,
+              first_bad.view());
   const int32_t bad = to_host(queue, first_bad)[0];
   if (bad != INT32_MAX) {
     const auto w = to_host(queue, make_view(&hit_wire[bad], 1));
@@ -94,8 +95,8 @@ void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t
     require(false, where, "hit " + std::to_string(bad) + " (wire, time)", expected.str(),
             received.str());
   }
-  KAAS_DISPATCH(queue, patch_launch, queue, downsampled, hit_wire, hit_time, patches, fiducial,
-                scaling_of(params), patch_zero_level(params), config);
+  KAAS_RETURN_LAUNCH(queue, patch_launch, queue, downsampled, hit_wire, hit_time, patches, fiducial,
+                     scaling_of(params), patch_zero_level(params), config);
 }
 
 void aggregate_clusters(const Queue& queue, View2<const float> scores,
@@ -131,8 +132,8 @@ void aggregate_clusters(const Queue& queue, View2<const float> scores,
             std::to_string(hits[m]));
   }
   if (out.extent[0] == 0) return;
-  KAAS_DISPATCH(queue, aggregate_launch, queue, scores, fiducial, cluster_splits, cluster_hits, out,
-                config);
+  KAAS_RETURN_LAUNCH(queue, aggregate_launch, queue, scores, fiducial, cluster_splits, cluster_hits,
+                     out, config);
 }
 
 }  // namespace kaas

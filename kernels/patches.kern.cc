@@ -114,8 +114,8 @@ struct AggregateKernel {
 
 void downsample_launch(const Queue& queue, View2<const float> image, View2<float> down,
                        PatchScaling scaling, LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, down.size(), size);
+  const int size = config.group_size_or(256);
+  const int64_t groups = config.groups_or(element_grid(queue, down.size(), size));
   launch(queue, groups, size, 0, DownsampleKernel{}, image, down, scaling);
 }
 
@@ -128,8 +128,8 @@ void hit_check_launch(const Queue& queue, int64_t wires, int64_t ticks, View1<co
 void patch_launch(const Queue& queue, View2<const float> down, View1<const int32_t> wire,
                   View1<const float> time, View<float, 3> patches, View1<uint8_t> fiducial,
                   PatchScaling scaling, float zero_level, LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 64;  // one 48-bin row per pass
-  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, wire.extent[0]);
+  const int size = config.group_size_or(64);  // one 48-bin row per pass
+  const int64_t groups = config.groups_or(grid_groups(queue, wire.extent[0]));
   launch(queue, groups, size, 0, PatchKernel{}, down, wire, time, patches, fiducial, scaling,
          zero_level);
 }
@@ -137,9 +137,8 @@ void patch_launch(const Queue& queue, View2<const float> down, View1<const int32
 void aggregate_launch(const Queue& queue, View2<const float> scores, View1<const uint8_t> fiducial,
                       View1<const int64_t> splits, View1<const int32_t> hits, View2<float> out,
                       LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 128;
-  const int64_t groups =
-      config.groups > 0 ? config.groups : element_grid(queue, out.extent[0], size);
+  const int size = config.group_size_or(128);
+  const int64_t groups = config.groups_or(element_grid(queue, out.extent[0], size));
   launch(queue, groups, size, 0, AggregateKernel{}, scores, fiducial, splits, hits, out);
 }
 

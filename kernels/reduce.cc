@@ -21,13 +21,13 @@ void reduce_rows(const Queue& queue, ReduceOp op, View2<const float> x, View1<fl
   detail::check_view(out, "reduce_rows", "out");
   detail::check_same_extent(x.extent[0], out.extent[0], "reduce_rows", "out extent (rows of x)");
   detail::check_config(config, "reduce_rows");
-  KAAS_DISPATCH(queue, reduce_rows_launch, queue, op, x, out, config);
+  KAAS_RETURN_LAUNCH(queue, reduce_rows_launch, queue, op, x, out, config);
 }
 
 int64_t reduce_all_workspace_size(const Queue& queue, int64_t n, LaunchConfig config) {
   if (config.groups > 0) return config.groups;
-  const int64_t work_groups =
-      (n + detail::group_size_or_default(config) - 1) / detail::group_size_or_default(config);
+  const int size = config.group_size_or(256);  // reduce_all_launch's default
+  const int64_t work_groups = (n + size - 1) / size;
   const int64_t resident = queue.backend().resident_groups(queue.device());
   const int64_t groups = work_groups < resident ? work_groups : resident;
   return groups > 0 ? groups : 1;
@@ -45,7 +45,7 @@ void reduce_all(const Queue& queue, ReduceOp op, View1<const float> x, View1<flo
   require(workspace.extent[0] >= needed, "reduce_all", "workspace extent",
           ">= " + std::to_string(needed), std::to_string(workspace.extent[0]));
   workspace.extent[0] = needed;  // the launcher takes the group count from it
-  KAAS_DISPATCH(queue, reduce_all_launch, queue, op, x, out, workspace, config);
+  KAAS_RETURN_LAUNCH(queue, reduce_all_launch, queue, op, x, out, workspace, config);
 }
 
 void reduce_all(const Queue& queue, ReduceOp op, View1<const float> x, View1<float> out,

@@ -54,15 +54,15 @@ struct ReducePartialsKernel {
 template <class Op>
 void reduce_rows_with(const Queue& queue, View2<const float> x, View1<float> out,
                       LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, x.extent[0]);
+  const int size = config.group_size_or(256);
+  const int64_t groups = config.groups_or(grid_groups(queue, x.extent[0]));
   launch(queue, groups, size, size * sizeof(float), ReduceRowsKernel<Op>{}, x, out);
 }
 
 template <class Op>
 void reduce_all_with(const Queue& queue, View1<const float> x, View1<float> out,
                      View1<float> partials, LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 256;
+  const int size = config.group_size_or(256);
   const int64_t groups = partials.extent[0];
   launch(queue, groups, size, size * sizeof(float), ReducePartialsKernel<Op>{}, x, partials);
   launch(queue, 1, size, size * sizeof(float), ReducePartialsKernel<Op>{},

@@ -7,7 +7,7 @@ namespace kaas {
 
 int64_t exclusive_scan_workspace_size(const Queue& queue, int64_t n, LaunchConfig config) {
   if (config.groups > 0) return config.groups;
-  const int size = detail::group_size_or_default(config);
+  const int size = config.group_size_or(256);  // exclusive_scan_launch's default
   const int64_t work_groups = (n + size - 1) / size;
   const int64_t resident = queue.backend().resident_groups(queue.device());
   const int64_t groups = work_groups < resident ? work_groups : resident;
@@ -34,7 +34,7 @@ void exclusive_scan(const Queue& queue, View1<const T> x, View1<T> y, View1<T> w
   require(x.extent[0] == 0 || same || disjoint, "exclusive_scan", "y memory",
           "the same as x or disjoint from it", "a partial overlap");
   workspace.extent[0] = needed;
-  KAAS_DISPATCH(queue, exclusive_scan_launch, queue, x, y, workspace, config);
+  KAAS_RETURN_LAUNCH(queue, exclusive_scan_launch, queue, x, y, workspace, config);
 }
 
 template <class T>

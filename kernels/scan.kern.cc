@@ -105,7 +105,7 @@ void scan_launch(const Queue& queue, View1<const T> x, View1<T> y, View1<T> sums
                  LaunchConfig config) {
   const int64_t n = x.extent[0];
   if (n == 0) return;
-  const int size = config.group_size > 0 ? config.group_size : 256;
+  const int size = config.group_size_or(256);
   const int64_t chunks = sums.extent[0];
   const int64_t chunk = math::ceil_div(n, chunks);
   const size_t max_shared = queue.backend().launch_limits(queue.device()).max_shared_bytes;

@@ -16,7 +16,7 @@ void softmax(const Queue& queue, SoftmaxKind kind, View<const float, 3> x, View<
   }
   detail::check_config(config, "softmax");
   if (x.size() == 0) return;
-  KAAS_DISPATCH(queue, softmax_launch, queue, kind, x, y, config);
+  KAAS_RETURN_LAUNCH(queue, softmax_launch, queue, kind, x, y, config);
 }
 
 void softmax(const Queue& queue, SoftmaxKind kind, const float* x, float* y, const int64_t* extents,
@@ -44,7 +44,7 @@ void activate(const Queue& queue, const Epilogue& epilogue, View1<const float> x
   detail::check_view(y, "activate", "y");
   detail::check_same_extent(x.extent[0], y.extent[0], "activate", "y extent (same as x)");
   detail::check_config(config, "activate");
-  KAAS_DISPATCH(queue, activate_launch, queue, epilogue, x, y, config);
+  KAAS_RETURN_LAUNCH(queue, activate_launch, queue, epilogue, x, y, config);
 }
 
 }  // namespace kaas

@@ -98,8 +98,8 @@ void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x
                     LaunchConfig config) {
   const int64_t lines = x.extent[0] * x.extent[2];
   if (x.extent[1] <= kShortLine) {
-    const int size = config.group_size > 0 ? config.group_size : 256;
-    const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, lines, size);
+    const int size = config.group_size_or(256);
+    const int64_t groups = config.groups_or(element_grid(queue, lines, size));
     return launch(queue, groups, size, 0, ShortLineSoftmaxKernel{}, kind, x, y);
   }
   // Longer lines: one group each, sized to the line (up to 256 elements).
@@ -108,14 +108,14 @@ void softmax_launch(const Queue& queue, SoftmaxKind kind, View<const float, 3> x
     size = 1;
     while (size < x.extent[1] && size < 256) size *= 2;
   }
-  const int64_t groups = config.groups > 0 ? config.groups : grid_groups(queue, lines);
+  const int64_t groups = config.groups_or(grid_groups(queue, lines));
   launch(queue, groups, size, (size + 2) * sizeof(float), SoftmaxKernel{}, kind, x, y);
 }
 
 void activate_launch(const Queue& queue, Epilogue epilogue, View1<const float> x, View1<float> y,
                      LaunchConfig config) {
-  const int size = config.group_size > 0 ? config.group_size : 256;
-  const int64_t groups = config.groups > 0 ? config.groups : element_grid(queue, x.extent[0], size);
+  const int size = config.group_size_or(256);
+  const int64_t groups = config.groups_or(element_grid(queue, x.extent[0], size));
   launch(queue, groups, size, 0, ActivateKernel{}, epilogue, x, y);
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "kaas/backends/backend.h"
 #include "kaas/server_adapter/server.h"
 
 // Every open connection is a descriptor: the soft limit (often 1024) is raised to the hard one
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics port (0: any)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--backend", options.backend, "auto, serial, openmp, gpu_emu, cuda or hip");
+  app.add_option("--backend", options.backend, "one of: " + kaas::backend_choices());
   app.add_option("--model-control-mode", control, "none (load all) or explicit (load/unload RPCs)")
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");

@@ -46,110 +46,142 @@ int list_backends() {
   return 0;
 }
 
+struct Args {
+  std::string model_path, backend_name = "auto", output_dir, fused = "auto";
+  std::vector<std::string> inputs;  // NAME=file.npy
+  int64_t batch = 0;
+  int repeat = 1;
+  int64_t slab_kib = kaas::models::OnnxModelOptions{}.fused_slab_bytes / 1024;
+  bool list = false, describe = false;
+};
+
+void add_options(CLI::App& app, Args& args) {
+  app.add_option("--model", args.model_path, "model.onnx to run");
+  app.add_option("--backend", args.backend_name, "one of: " + kaas::backend_choices());
+  app.add_option("--input", args.inputs, "NAME=file.npy, once per model input")->take_all();
+  app.add_option("--output-dir", args.output_dir, "directory for one <output name>.npy per output");
+  app.add_option("--batch", args.batch, "rows per execution (default: all rows at once)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--repeat", args.repeat, "run the whole input this many times (timing)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--fused", args.fused, "auto, off or require: the fused conv-dense-heads plan")
+      ->check(CLI::IsMember({"auto", "off", "require"}));
+  app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  app.add_flag("--list-backends", args.list, "list the compiled backends and exit");
+  app.add_flag("--describe", args.describe, "print the execution plan");
+}
+
+std::vector<HostTensor> read_inputs(const std::vector<std::string>& specs) {
+  std::vector<HostTensor> inputs;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
+                        "--input '" + spec + "': expected NAME=file.npy");
+    inputs.push_back(kaas::models::read_npy(spec.substr(eq + 1), spec.substr(0, eq)));
+  }
+  return inputs;
+}
+
+// The rows to run: the longest input's first dimension.
+int64_t total_rows(const std::vector<HostTensor>& inputs) {
+  int64_t total = 0;
+  for (const auto& in : inputs) {
+    if (in.shape.empty())
+      throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
+                        "input '" + in.name + "' is a scalar; expected a batch dimension");
+    total = std::max(total, in.shape[0]);
+  }
+  return total;
+}
+
+kaas::models::OnnxModelOptions model_options(const Args& args, int64_t total) {
+  kaas::models::OnnxModelOptions options;
+  const fs::path path(args.model_path);
+  options.name = path.parent_path().parent_path().filename().string();  // <repo>/<name>/<v>/
+  if (options.name.empty()) options.name = path.stem().string();
+  options.max_batch = args.batch > 0 ? args.batch : std::max<int64_t>(total, 1);
+  options.fused = args.fused == "off"       ? kaas::models::FusedPlan::kOff
+                  : args.fused == "require" ? kaas::models::FusedPlan::kRequire
+                                            : kaas::models::FusedPlan::kAuto;
+  options.fused_slab_bytes = args.slab_kib * 1024;
+  return options;
+}
+
+// All rows once, in executions of at most max_batch rows.
+std::vector<HostTensor> run_all_rows(kaas::models::Model& model,
+                                     const std::vector<HostTensor>& inputs, int64_t total) {
+  const auto& sig = model.signature();
+  if (sig.max_batch == 0) return model.run(inputs);
+  std::vector<HostTensor> collected(sig.outputs.size());
+  for (int64_t begin = 0; begin < total; begin += sig.max_batch) {
+    const int64_t end = std::min(total, begin + sig.max_batch);
+    std::vector<HostTensor> part;
+    for (const auto& in : inputs) part.push_back(rows(in, begin, std::min(end, in.shape[0])));
+    auto out = model.run(part);
+    for (size_t o = 0; o < out.size(); ++o) append_rows(collected[o], out[o]);
+  }
+  return collected;
+}
+
+void write_outputs(const std::vector<HostTensor>& outputs, const std::string& output_dir) {
+  fs::create_directories(output_dir);
+  for (const auto& out : outputs) {
+    std::string file = out.name;
+    std::replace(file.begin(), file.end(), '/', '_');  // "em_trk_none_netout/Softmax"
+    const fs::path path = fs::path(output_dir) / (file + ".npy");
+    kaas::models::write_npy(path, out);
+    std::printf("wrote %s %s\n", path.c_str(), kaas::models::shape_string(out.shape).c_str());
+  }
+}
+
+int run(const Args& args) {
+  const kaas::Backend& backend = kaas::find_backend(args.backend_name);
+  const auto proto = kaas::models::read_onnx_file(args.model_path);
+  // Inputs first: their rows decide the batch the model is planned for.
+  const std::vector<HostTensor> inputs = read_inputs(args.inputs);
+  const int64_t total = total_rows(inputs);
+  auto model = kaas::models::make_onnx_model(proto, backend, model_options(args, total));
+  std::printf("model %s on %s (max batch %lld)\n", args.model_path.c_str(),
+              std::string(backend.name()).c_str(),
+              static_cast<long long>(model->signature().max_batch));
+  if (args.describe) {
+    for (const auto& line : model->describe()) std::printf("  %s\n", line.c_str());
+  }
+  std::vector<HostTensor> outputs;
+  std::vector<double> seconds;
+  for (int r = 0; r < args.repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = run_all_rows(*model, inputs, total);
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double median = seconds[seconds.size() / 2];
+  std::printf("%lld rows, %d run(s): median %.3f ms, min %.3f ms, %.1f rows/s\n",
+              static_cast<long long>(total), args.repeat, median * 1e3, seconds.front() * 1e3,
+              median > 0 ? double(total) / median : 0.0);
+  if (!args.output_dir.empty()) write_outputs(outputs, args.output_dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-infer: run an ONNX model on a kaas backend with .npy inputs and outputs"};
-  std::string model_path, backend_name = "auto", output_dir, fused = "auto";
-  std::vector<std::string> input_args;
-  int64_t batch = 0;
-  int repeat = 1;
-  bool list = false, describe = false;
-  app.add_option("--model", model_path, "model.onnx to run");
-  app.add_option("--backend", backend_name, "auto, serial, openmp, gpu_emu, cuda or hip");
-  app.add_option("--input", input_args, "NAME=file.npy, once per model input")->take_all();
-  app.add_option("--output-dir", output_dir, "directory for one <output name>.npy per output");
-  app.add_option("--batch", batch, "rows per execution (default: all rows at once)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  app.add_option("--repeat", repeat, "run the whole input this many times (timing)")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--fused", fused, "auto, off or require: the fused conv-dense-heads plan")
-      ->check(CLI::IsMember({"auto", "off", "require"}));
-  int64_t slab_kib = kaas::models::OnnxModelOptions{}.fused_slab_bytes / 1024;
-  app.add_option("--fused-slab-kib", slab_kib, "fused plan: conv slab budget on CPU backends")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
-  app.add_flag("--list-backends", list, "list the compiled backends and exit");
-  app.add_flag("--describe", describe, "print the execution plan");
+  Args args;
+  add_options(app, args);
   CLI11_PARSE(app, argc, argv);
-  if (list) return list_backends();
-  if (model_path.empty()) {
+  if (args.list) return list_backends();
+  if (args.model_path.empty()) {
     std::fprintf(stderr, "kaas-infer: --model is required (see --help)\n");
     return 2;
   }
   try {
-    const kaas::Backend& backend =
-        backend_name == "auto" ? kaas::default_backend() : kaas::find_backend(backend_name);
-    const auto proto = kaas::models::read_onnx_file(model_path);
-    // Inputs first: their rows decide the batch the model is planned for.
-    std::vector<HostTensor> inputs;
-    for (const std::string& arg : input_args) {
-      const size_t eq = arg.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
-                          "--input '" + arg + "': expected NAME=file.npy");
-      inputs.push_back(kaas::models::read_npy(arg.substr(eq + 1), arg.substr(0, eq)));
-    }
-    int64_t total = 0;
-    for (const auto& in : inputs) {
-      if (in.shape.empty())
-        throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
-                          "input '" + in.name + "' is a scalar; expected a batch dimension");
-      total = std::max(total, in.shape[0]);
-    }
-    kaas::models::OnnxModelOptions options;
-    options.name = fs::path(model_path).parent_path().parent_path().filename().string();
-    if (options.name.empty()) options.name = fs::path(model_path).stem().string();
-    options.max_batch = batch > 0 ? batch : std::max<int64_t>(total, 1);
-    options.fused = fused == "off"       ? kaas::models::FusedPlan::kOff
-                    : fused == "require" ? kaas::models::FusedPlan::kRequire
-                                         : kaas::models::FusedPlan::kAuto;
-    options.fused_slab_bytes = slab_kib * 1024;
-    auto model = kaas::models::make_onnx_model(proto, backend, options);
-    const auto& sig = model->signature();
-    std::printf("model %s on %s (max batch %lld)\n", model_path.c_str(),
-                std::string(backend.name()).c_str(), static_cast<long long>(sig.max_batch));
-    if (describe) {
-      for (const auto& line : model->describe()) std::printf("  %s\n", line.c_str());
-    }
-    const int64_t step = sig.max_batch > 0 ? sig.max_batch : total;
-    std::vector<HostTensor> outputs;
-    std::vector<double> seconds;
-    for (int r = 0; r < repeat; ++r) {
-      std::vector<HostTensor> collected(sig.outputs.size());
-      const auto start = std::chrono::steady_clock::now();
-      if (sig.max_batch == 0) {
-        collected = model->run(inputs);
-      } else {
-        for (int64_t begin = 0; begin < total; begin += step) {
-          const int64_t end = std::min(total, begin + step);
-          std::vector<HostTensor> part;
-          for (const auto& in : inputs) part.push_back(rows(in, begin, std::min(end, in.shape[0])));
-          auto out = model->run(part);
-          for (size_t o = 0; o < out.size(); ++o) append_rows(collected[o], out[o]);
-        }
-      }
-      seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      outputs = std::move(collected);
-    }
-    std::sort(seconds.begin(), seconds.end());
-    const double median = seconds[seconds.size() / 2];
-    std::printf("%lld rows, %d run(s): median %.3f ms, min %.3f ms, %.1f rows/s\n",
-                static_cast<long long>(total), repeat, median * 1e3, seconds.front() * 1e3,
-                median > 0 ? double(total) / median : 0.0);
-    if (!output_dir.empty()) {
-      fs::create_directories(output_dir);
-      for (const auto& out : outputs) {
-        std::string file = out.name;
-        std::replace(file.begin(), file.end(), '/', '_');  // "em_trk_none_netout/Softmax"
-        const fs::path path = fs::path(output_dir) / (file + ".npy");
-        kaas::models::write_npy(path, out);
-        std::printf("wrote %s %s\n", path.c_str(), kaas::models::shape_string(out.shape).c_str());
-      }
-    }
+    return run(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kaas-infer: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

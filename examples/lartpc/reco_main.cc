@@ -477,7 +477,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"image", "patches"}));
   app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
   app.add_option("--backend", args.backend,
-                 "client backend: preprocessing, aggregation and the direct client");
+                 "client backend (" + kaas::backend_choices() +
+                     "): preprocessing, aggregation and the direct client");
   app.add_option("--async", args.async, "events in flight (1: one call at a time)")
       ->check(CLI::Range(1, 64));
   app.add_option("--repository", args.repository,

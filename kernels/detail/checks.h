@@ -33,8 +33,4 @@ inline void check_config(const LaunchConfig& config, const char* kernel) {
           std::to_string(config.groups));
 }
 
-inline int group_size_or_default(const LaunchConfig& config) {
-  return config.group_size > 0 ? config.group_size : 256;
-}
-
 }  // namespace kaas::detail

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
@@ -244,80 +246,111 @@ ServerStatistics RemoteClient::statistics() const {
   return s;
 }
 
+namespace {
+
+// The entries each gRPC request of a call carries: all of them joined (rectangular models) or
+// one each.
+std::vector<std::vector<size_t>> request_groups(size_t entries, bool joined) {
+  std::vector<std::vector<size_t>> groups;
+  if (joined) {
+    groups.emplace_back();
+    for (size_t e = 0; e < entries; ++e) groups.back().push_back(e);
+  } else {
+    for (size_t e = 0; e < entries; ++e) groups.push_back({e});
+  }
+  return groups;
+}
+
+struct Flight {
+  grpc::ClientContext context;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+  grpc::Status status;
+};
+
+struct FlightSettings {
+  int window = 1;  // requests in flight at once
+  std::optional<std::chrono::microseconds> deadline;
+  bool gzip = false;
+};
+
+// One attempt: sends `count` requests made by `make(k)`, at most `window` at once, and returns
+// when every one has its answer or status. The calling thread drains its own completion queue:
+// a call is started and finished on the same thread (no gRPC callback thread touches this
+// frame), and the connection's channel is shared by every caller.
+std::vector<std::unique_ptr<Flight>> send_flights(
+    inference::GRPCInferenceService::Stub& stub, size_t count, const FlightSettings& settings,
+    const std::function<inference::ModelInferRequest(size_t)>& make) {
+  grpc::CompletionQueue queue;
+  int outstanding = 0;
+  std::vector<std::unique_ptr<Flight>> flights(count);
+  auto wait_for = [&](int at_most) {
+    while (outstanding > at_most) {
+      void* tag = nullptr;
+      bool ok = false;
+      if (!queue.Next(&tag, &ok)) break;  // only after Shutdown()
+      --outstanding;
+      Flight& f = *flights[reinterpret_cast<uintptr_t>(tag)];
+      inference::ModelInferRequest().Swap(&f.request);  // free it
+      if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
+    }
+  };
+  // However the attempt ends, no call may still refer to this frame or to the queue.
+  struct Drain {
+    grpc::CompletionQueue& queue;
+    decltype(wait_for)& wait;
+    ~Drain() {
+      wait(0);
+      queue.Shutdown();
+      void* tag;
+      bool ok;
+      while (queue.Next(&tag, &ok)) {
+      }
+    }
+  } drain{queue, wait_for};
+  for (size_t k = 0; k < count; ++k) {
+    wait_for(settings.window - 1);  // bounds the request memory alive at once
+    auto flight = std::make_unique<Flight>();
+    flight->request = make(k);
+    if (settings.deadline)
+      flight->context.set_deadline(std::chrono::system_clock::now() + *settings.deadline);
+    if (settings.gzip) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    Flight& f = *flight;
+    flights[k] = std::move(flight);
+    auto call = stub.PrepareAsyncModelInfer(&f.context, f.request, &queue);
+    call->StartCall();
+    call->Finish(&f.response, &f.status, reinterpret_cast<void*>(uintptr_t(k)));
+    ++outstanding;
+  }
+  wait_for(0);
+  return flights;
+}
+
+}  // namespace
+
 InferResult RemoteClient::execute(const CallRequest& request) {
   const auto start = Clock::now();
   CallInfo info;
   if (on_fallback_) return run_on_fallback(request, info, "", start);
   const std::string where = "model '" + options_.model + "' at " + connection_->url();
   const bool joined = batch_mode() == BatchMode::kRectangular;
-  std::vector<std::vector<size_t>> groups;  // entries per request
-  if (joined) {
-    groups.emplace_back();
-    for (size_t e = 0; e < request.entries.size(); ++e) groups.back().push_back(e);
-  } else {
-    for (size_t e = 0; e < request.entries.size(); ++e) groups.push_back({e});
-  }
-
-  struct Flight {
-    grpc::ClientContext context;
-    inference::ModelInferRequest request;
-    inference::ModelInferResponse response;
-    grpc::Status status;
-  };
+  const std::vector<std::vector<size_t>> groups = request_groups(request.entries.size(), joined);
   std::vector<std::vector<HostTensor>> answers(groups.size());
-  std::vector<size_t> todo(groups.size());
+  std::vector<size_t> todo(groups.size());  // groups still without an answer
   for (size_t g = 0; g < groups.size(); ++g) todo[g] = g;
+  FlightSettings settings;
+  settings.window = std::max(options_.max_in_flight, 1);
+  if (request.options.deadline) settings.deadline = *request.options.deadline;
+  settings.gzip = connection_->gzip();
   grpc::Status last_failure;
-  auto& stub = *connection_->impl().stub;
-  const int window = std::max(options_.max_in_flight, 1);
   for (int attempt = 0;; ++attempt) {
     info.attempts = attempt + 1;
-    // The calling thread drains its own completion queue: a call is started and finished on the
-    // same thread (no gRPC callback thread touches this frame), and the connection's channel is
-    // shared by every caller.
-    grpc::CompletionQueue queue;
-    int outstanding = 0;
-    std::vector<std::unique_ptr<Flight>> flights(todo.size());
-    auto wait_for = [&](int at_most) {
-      while (outstanding > at_most) {
-        void* tag = nullptr;
-        bool ok = false;
-        if (!queue.Next(&tag, &ok)) break;  // only after Shutdown()
-        --outstanding;
-        Flight& f = *flights[reinterpret_cast<uintptr_t>(tag)];
-        inference::ModelInferRequest().Swap(&f.request);  // free it
-        if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
-      }
-    };
-    // However the attempt ends, no call may still refer to this frame or to the queue.
-    struct Drain {
-      grpc::CompletionQueue& queue;
-      decltype(wait_for)& wait;
-      ~Drain() {
-        wait(0);
-        queue.Shutdown();
-        void* tag;
-        bool ok;
-        while (queue.Next(&tag, &ok)) {
-        }
-      }
-    } drain{queue, wait_for};
-    for (size_t k = 0; k < todo.size(); ++k) {
-      wait_for(window - 1);  // bounds the request memory alive at once
-      auto flight = std::make_unique<Flight>();
-      flight->request = make_request(request, groups[todo[k]], options_.model, options_.version);
-      info.bytes_sent += int64_t(flight->request.ByteSizeLong());
-      if (request.options.deadline)
-        flight->context.set_deadline(std::chrono::system_clock::now() + *request.options.deadline);
-      if (connection_->gzip()) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
-      Flight& f = *flight;
-      flights[k] = std::move(flight);
-      auto call = stub.PrepareAsyncModelInfer(&f.context, f.request, &queue);
-      call->StartCall();
-      call->Finish(&f.response, &f.status, reinterpret_cast<void*>(uintptr_t(k)));
-      ++outstanding;
-    }
-    wait_for(0);
+    const auto flights =
+        send_flights(*connection_->impl().stub, todo.size(), settings, [&](size_t k) {
+          auto made = make_request(request, groups[todo[k]], options_.model, options_.version);
+          info.bytes_sent += int64_t(made.ByteSizeLong());
+          return made;
+        });
     std::vector<size_t> again;
     for (size_t k = 0; k < todo.size(); ++k) {
       const Flight& f = *flights[k];

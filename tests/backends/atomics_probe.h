@@ -22,7 +22,7 @@ struct AtomicTargets {
 KAAS_DECLARE_LAUNCHER(void, atomics_probe, (const Queue&, int64_t n, AtomicTargets targets))
 
 inline void run_atomics_probe(const Queue& queue, int64_t n, AtomicTargets targets) {
-  KAAS_DISPATCH(queue, atomics_probe, queue, n, targets);
+  KAAS_RETURN_LAUNCH(queue, atomics_probe, queue, n, targets);
 }
 
 }  // namespace kaas

@@ -74,6 +74,25 @@ TEST(Registry, ListsCompiledBackendsInOrder) {
   }
 }
 
+// The header's list and CMake's KAAS_ALL_BACKENDS must name the same backends in the same order,
+// and the compiled ones are the list's entries whose KAAS_HAVE_<MACRO> is 1.
+TEST(Registry, BackendListMatchesCMakeAndBuildConfig) {
+  std::string header_names;
+  std::vector<std::string> expected_compiled;
+#define KAAS_TEST_BACKEND_NAME(ns, id, macro, ...)                    \
+  header_names += std::string(header_names.empty() ? "" : ";") + #ns; \
+  if (KAAS_HAVE_##macro) expected_compiled.emplace_back(#ns);
+  KAAS_BACKEND_LIST(KAAS_TEST_BACKEND_NAME)
+#undef KAAS_TEST_BACKEND_NAME
+  EXPECT_EQ(header_names, KAAS_ALL_BACKEND_NAMES);
+  std::vector<std::string> compiled;
+  for (const Backend* b : compiled_backends()) compiled.emplace_back(b->name());
+  EXPECT_EQ(compiled, expected_compiled);
+  std::string choices = "auto";
+  for (const std::string& name : compiled) choices += ", " + name;
+  EXPECT_EQ(backend_choices(), choices);
+}
+
 TEST(Registry, UnknownBackendIsNotFoundAndListsTheKnownOnes) {
   try {
     (void)find_backend("fpga");
