@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "examples/lartpc/reco.h"
+#include "examples/lartpc/reco_calls.h"
 #include "kaas/backends/backend.h"
 #include "kaas/server_adapter/client/direct_client.h"
 #include "kaas/server_adapter/client/remote_client.h"
@@ -30,11 +31,6 @@ using client::InferenceClient;
 using client::InferResult;
 using Clock = std::chrono::steady_clock;
 
-enum class Send { kImage, kPatches };
-const char* send_name(Send s) {
-  return s == Send::kImage ? "image" : "patches";
-}
-
 struct Args {
   std::string mode = "both", server = "127.0.0.1:8001", repository, backend = "auto";
   std::vector<std::string> send = {"image"};
@@ -45,6 +41,45 @@ struct Args {
   ToyEventConfig toy;
 };
 
+void add_options(CLI::App& app, Args& args) {
+  app.add_option("--mode", args.mode,
+                 "direct (in process), remote (kaas-server) or both (checks "
+                 "that they agree)")
+      ->check(CLI::IsMember({"direct", "remote", "both"}));
+  app.add_option("--server", args.server, "kaas-server gRPC address host:port");
+  app.add_option("--send", args.send,
+                 "image (planes + hits to michel_from_image), patches "
+                 "(48x48 patches to emtrkmichelid), or both: image,patches")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"image", "patches"}));
+  app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
+  app.add_option("--backend", args.backend,
+                 "client backend (" + kaas::backend_choices() +
+                     "): preprocessing, aggregation and the direct client");
+  app.add_option("--async", args.async, "events in flight (1: one call at a time)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--repository", args.repository,
+                 "model repository for the direct client (as kaas-server's)");
+  app.add_option("--image-model", args.image_model, "image + hits model name");
+  app.add_option("--patch-model", args.patch_model, "patch CNN model name");
+  app.add_flag("--gzip", args.gzip, "compress requests");
+  app.add_option("--retries", args.retries, "remote retries on UNAVAILABLE / DEADLINE_EXCEEDED")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--deadline-ms", args.deadline_ms, "per-call deadline (0: none)")
+      ->check(CLI::Range(0, 86'400'000));
+  app.add_flag("--fallback", args.fallback,
+               "after the retries, run on a direct client (needs --repository)");
+  app.add_flag("--quiet", args.quiet, "no per-event lines");
+  app.add_option("--cluster-gap", args.cluster_gap, "largest peak-tick gap inside a cluster")
+      ->check(CLI::Range(0.0f, 1e6f));
+  app.add_option("--seed", args.toy.seed, "event seed");
+  app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
+  app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
+  app.add_option("--tracks", args.toy.tracks_per_plane, "muon tracks per plane")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--showers", args.toy.showers_per_plane, "EM showers per plane")
+      ->check(CLI::Range(0, 100000));
+}
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -72,92 +107,22 @@ struct Path {
   bool have_stats = false;
   Totals direct_totals, remote_totals;
   double prep_s = 0, prep_cpu_s = 0, aggregate_s = 0;
+
+  const models::ModelSignature& signature() const {
+    return direct ? direct->signature() : remote->signature();
+  }
 };
 
-// The per-hit outputs of one call, in event hit order.
-struct HitScores {
-  std::vector<float> scores;  // [hits, 4]
-  std::vector<uint8_t> fiducial;
-};
-
+// One event on one path while its calls are in flight (the inputs stay here until answered).
 struct Work {
   int event_number = 0;
   Path* path = nullptr;
   std::shared_ptr<const ToyEvent> event;
   std::shared_ptr<const Clusters> clusters;
-  std::vector<PlaneInputs> planes;  // the inputs stay here while calls are in flight
-  PatchInputs patches;
+  EventInputs inputs;
   std::future<InferResult> direct, remote;
   bool empty = false;  // no hits: nothing to send
 };
-
-void set_inputs(InferenceClient& c, const Work& w) {
-  c.clear_inputs();
-  if (w.path->send == Send::kImage) {
-    for (size_t p = 0; p < w.planes.size(); ++p) {
-      const PlaneInputs& in = w.planes[p];
-      c.set_input<float>("image", in.image, {in.wires, in.bins}, p);
-      c.set_input<int32_t>("hit_wire", in.hit_wire, {int64_t(in.hit_wire.size())}, p);
-      c.set_input<float>("hit_tick", in.hit_tick, {int64_t(in.hit_tick.size())}, p);
-    }
-    return;
-  }
-  // Patches in chunks of the model's max batch, one entry (request) each.
-  const auto& spec = c.signature().inputs.at(0);
-  const int64_t per_patch = models::element_count(std::span(spec.shape).subspan(1));
-  const int64_t hits = int64_t(w.patches.fiducial.size());
-  const int64_t chunk = std::max<int64_t>(c.signature().max_batch, 1);
-  for (int64_t first = 0, e = 0; first < hits; first += chunk, ++e) {
-    const int64_t rows = std::min(chunk, hits - first);
-    std::vector<int64_t> shape = spec.shape;
-    shape[0] = rows;
-    c.set_input<float>(
-        spec.name,
-        std::span(w.patches.patches).subspan(size_t(first * per_patch), size_t(rows * per_patch)),
-        shape, size_t(e));
-  }
-}
-
-HitScores hit_scores(const InferResult& r, const Work& w) {
-  HitScores out;
-  for (size_t e = 0; e < r.entries(); ++e) {
-    if (w.path->send == Send::kImage) {
-      const auto s = r.output<float>("scores", e);
-      const auto f = r.output<uint8_t>("fiducial", e);
-      out.scores.insert(out.scores.end(), s.begin(), s.end());
-      out.fiducial.insert(out.fiducial.end(), f.begin(), f.end());
-    } else {
-      // The softmax head is the output with 3 columns, the Michel head the one with 1.
-      const client::HostTensor *softmax = nullptr, *michel = nullptr;
-      for (const auto& spec : w.path->direct ? w.path->direct->signature().outputs
-                                             : w.path->remote->signature().outputs) {
-        const auto& t = r.tensor(spec.name, e);
-        (t.shape.back() == 3 ? softmax : michel) = &t;
-      }
-      if (!softmax || !michel)
-        throw Error(ErrorCode::kInvalidArgument,
-                    "the patch model needs a [n, 3] and a [n, 1] output");
-      const auto s = softmax->values<float>();
-      const auto m = michel->values<float>();
-      for (size_t h = 0; h < m.size(); ++h)
-        out.scores.insert(out.scores.end(), {s[h * 3], s[h * 3 + 1], s[h * 3 + 2], m[h]});
-    }
-  }
-  if (w.path->send == Send::kPatches) out.fiducial = w.patches.fiducial;
-  return out;
-}
-
-// FNV-1a over the per-hit outputs: event lines carry it so runs can be compared exactly.
-uint64_t fingerprint(const HitScores& h) {
-  uint64_t hash = 1469598103934665603ull;
-  auto add = [&](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-  };
-  add(h.scores.data(), h.scores.size() * sizeof(float));
-  add(h.fiducial.data(), h.fiducial.size());
-  return hash;
-}
 
 std::string megabytes(double bytes) {
   char text[32];
@@ -168,51 +133,16 @@ std::string megabytes(double bytes) {
 class Reco {
  public:
   explicit Reco(const Args& args)
-      : args_(args), backend_(pick_backend(args.backend)), queue_(backend_) {}
+      : args_(args), backend_(find_backend(args.backend)), queue_(backend_) {}
 
+  // The whole job: open the clients, send every event (at most --async in flight per path),
+  // then print the comparison table.
   int run() {
-    const bool direct = args_.mode != "remote", remote = args_.mode != "direct";
     std::printf("kaas-reco: mode %s, send %s, %d events, client backend %s%s%s, %d in flight\n",
                 args_.mode.c_str(), join(args_.send).c_str(), args_.events,
-                std::string(backend_.name()).c_str(), remote ? ", server " : "",
-                remote ? args_.server.c_str() : "", args_.async);
-    std::shared_ptr<client::RemoteConnection> connection;
-    if (remote) {
-      client::ConnectionOptions c;
-      c.gzip = args_.gzip;
-      connection = client::RemoteConnection::connect(args_.server, c);
-    }
-    for (const std::string& s : args_.send) {
-      auto path = std::make_unique<Path>();
-      path->send = s == "image" ? Send::kImage : Send::kPatches;
-      path->model = path->send == Send::kImage ? args_.image_model : args_.patch_model;
-      client::DirectOptions direct_options;
-      direct_options.batch_mode = client::BatchMode::kRagged;
-      if (direct)
-        path->direct = client::DirectClient::from_repository(args_.repository, path->model,
-                                                             backend_, direct_options);
-      if (remote) {
-        client::RemoteOptions options;
-        options.model = path->model;
-        options.batch_mode = client::BatchMode::kRagged;
-        options.retries = args_.retries;
-        if (args_.fallback) {
-          const std::string model = path->model;
-          options.fallback = [this, model, direct_options] {
-            return client::DirectClient::from_repository(args_.repository, model, backend_,
-                                                         direct_options);
-          };
-        }
-        path->remote = client::RemoteClient::create(connection, options);
-        try {
-          path->stats_before = path->remote->statistics();
-          path->have_stats = true;
-        } catch (const Error&) {
-        }
-      }
-      paths_.push_back(std::move(path));
-    }
-
+                std::string(backend_.name()).c_str(), remote() ? ", server " : "",
+                remote() ? args_.server.c_str() : "", args_.async);
+    open_paths();
     std::deque<std::unique_ptr<Work>> in_flight;
     const size_t window = size_t(args_.async) * paths_.size();
     for (int e = 0; e < args_.events; ++e) {
@@ -240,8 +170,49 @@ class Reco {
   }
 
  private:
-  static const Backend& pick_backend(const std::string& name) {
-    return name == "auto" ? default_backend() : find_backend(name);
+  bool direct() const { return args_.mode != "remote"; }
+  bool remote() const { return args_.mode != "direct"; }
+
+  // One Path per --send with a direct and/or a remote client of its model.
+  void open_paths() {
+    std::shared_ptr<client::RemoteConnection> connection;
+    if (remote()) {
+      client::ConnectionOptions c;
+      c.gzip = args_.gzip;
+      connection = client::RemoteConnection::connect(args_.server, c);
+    }
+    client::DirectOptions direct_options;
+    direct_options.batch_mode = client::BatchMode::kRagged;
+    for (const std::string& s : args_.send) {
+      auto path = std::make_unique<Path>();
+      path->send = s == "image" ? Send::kImage : Send::kPatches;
+      path->model = path->send == Send::kImage ? args_.image_model : args_.patch_model;
+      if (direct())
+        path->direct = client::DirectClient::from_repository(args_.repository, path->model,
+                                                             backend_, direct_options);
+      if (remote()) open_remote(*path, connection, direct_options);
+      paths_.push_back(std::move(path));
+    }
+  }
+
+  void open_remote(Path& path, std::shared_ptr<client::RemoteConnection> connection,
+                   const client::DirectOptions& direct_options) {
+    client::RemoteOptions options;
+    options.model = path.model;
+    options.batch_mode = client::BatchMode::kRagged;
+    options.retries = args_.retries;
+    if (args_.fallback) {
+      options.fallback = [this, model = path.model, direct_options] {
+        return client::DirectClient::from_repository(args_.repository, model, backend_,
+                                                     direct_options);
+      };
+    }
+    path.remote = client::RemoteClient::create(std::move(connection), options);
+    try {  // for the server compute column; a server without statistics leaves it empty
+      path.stats_before = path.remote->statistics();
+      path.have_stats = true;
+    } catch (const Error&) {
+    }
   }
   static std::string join(const std::vector<std::string>& items) {
     std::string text;
@@ -264,8 +235,8 @@ class Reco {
     w->clusters = std::move(clusters);
     const auto start = Clock::now();
     const double cpu = process_cpu_seconds();
-    w->planes = prepare_planes(queue_, *w->event);
-    if (path.send == Send::kPatches) w->patches = prepare_patches(queue_, w->planes);
+    w->inputs.planes = prepare_planes(queue_, *w->event);
+    if (path.send == Send::kPatches) w->inputs.patches = prepare_patches(queue_, w->inputs.planes);
     path.prep_cpu_s += process_cpu_seconds() - cpu;
     path.prep_s += seconds_since(start);
     w->empty = w->event->hits.empty();
@@ -276,7 +247,7 @@ class Reco {
     for (InferenceClient* c : {static_cast<InferenceClient*>(path.direct.get()),
                                static_cast<InferenceClient*>(path.remote.get())}) {
       if (!c) continue;
-      set_inputs(*c, *w);
+      set_inputs(*c, path.send, w->inputs);
       auto& future = c == path.direct.get() ? w->direct : w->remote;
       if (sequential) {
         std::promise<InferResult> done;
@@ -293,41 +264,15 @@ class Reco {
     return w;
   }
 
-  // Waits for one work item's calls, checks, aggregates and reports.
+  // Waits for one work item's calls, compares direct with remote, aggregates the clusters and
+  // prints the event line.
   void complete(Work& w) {
     Path& path = *w.path;
-    std::optional<HitScores> direct, remote;
-    std::string line = "event " + std::to_string(w.event_number) + " [" + send_name(path.send) +
-                       "]: " + std::to_string(w.event->hits.size()) + " hits, " +
-                       std::to_string(w.clusters->size()) + " clusters";
     std::string calls;
-    auto collect = [&](std::future<InferResult>& f, Totals& totals, const char* who,
-                       std::optional<HitScores>& out) {
-      if (!f.valid()) return;
-      try {
-        const InferResult r = f.get();
-        out = hit_scores(r, w);
-        ++totals.events;
-        totals.infer_s += r.info().seconds;
-        totals.sent += r.info().bytes_sent;
-        totals.received += r.info().bytes_received;
-        char text[160];
-        std::snprintf(text, sizeof text, "; %s %.2f s", who, r.info().seconds);
-        calls += text;
-        if (r.info().bytes_sent > 0)
-          calls += " " + megabytes(double(r.info().bytes_sent)) + " sent";
-        if (r.info().attempts > 1) calls += ", " + std::to_string(r.info().attempts) + " attempts";
-        if (r.info().fallback) {
-          ++totals.fallbacks;
-          calls += " (answered by the fallback)";
-        }
-      } catch (const std::exception& e) {
-        ++totals.failed;
-        calls += std::string("; ") + who + " FAILED: " + e.what();
-      }
-    };
-    collect(w.direct, path.direct_totals, "direct", direct);
-    collect(w.remote, path.remote_totals, "remote", remote);
+    const std::optional<HitScores> direct =
+        collect(w, w.direct, path.direct_totals, "direct", calls);
+    const std::optional<HitScores> remote =
+        collect(w, w.remote, path.remote_totals, "remote", calls);
     const bool failed = (path.direct && !direct) || (path.remote && !remote);
     if (failed && !w.empty) ++lost_events_;
     std::string verdict;
@@ -336,24 +281,13 @@ class Reco {
       verdict = same ? "; direct == remote" : "; direct != remote: MISMATCH";
       if (!same) ++mismatched_events_;
     }
+    std::string line = "event " + std::to_string(w.event_number) + " [" + send_name(path.send) +
+                       "]: " + std::to_string(w.event->hits.size()) + " hits, " +
+                       std::to_string(w.clusters->size()) + " clusters";
     const HitScores* scores = direct ? &*direct : remote ? &*remote : nullptr;
     if (scores) {
       cross_check(w, *scores);
-      const auto start = Clock::now();
-      const auto per_cluster = aggregate(queue_, scores->scores, scores->fiducial, *w.clusters);
-      path.aggregate_s += seconds_since(start);
-      int64_t by_class[3] = {}, michel = 0;
-      for (size_t c = 0; c < w.clusters->size(); ++c) {
-        const float* s = &per_cluster[c * 4];
-        ++by_class[std::max_element(s, s + 3) - s];
-        michel += s[3] > 0.5f;
-      }
-      char hash[40];
-      std::snprintf(hash, sizeof hash, "; outputs %016llx",
-                    static_cast<unsigned long long>(fingerprint(*scores)));
-      line += " (track " + std::to_string(by_class[0]) + ", em " + std::to_string(by_class[1]) +
-              ", none " + std::to_string(by_class[2]) + "; Michel-like " + std::to_string(michel) +
-              ")" + hash;
+      line += cluster_summary(w, *scores);
     }
     ++completed_;
     if (!args_.quiet) {
@@ -362,6 +296,54 @@ class Reco {
       std::fflush(stdout);
     }
     show_progress();
+  }
+
+  // One client's answer for the work item (nothing if it has no such client or the call
+  // failed), counted in its totals and described in `calls`.
+  std::optional<HitScores> collect(const Work& w, std::future<InferResult>& f, Totals& totals,
+                                   const char* who, std::string& calls) {
+    if (!f.valid()) return std::nullopt;
+    try {
+      const InferResult r = f.get();
+      HitScores out = hit_scores(r, w.path->send, w.path->signature(), w.inputs);
+      ++totals.events;
+      totals.infer_s += r.info().seconds;
+      totals.sent += r.info().bytes_sent;
+      totals.received += r.info().bytes_received;
+      char text[160];
+      std::snprintf(text, sizeof text, "; %s %.2f s", who, r.info().seconds);
+      calls += text;
+      if (r.info().bytes_sent > 0) calls += " " + megabytes(double(r.info().bytes_sent)) + " sent";
+      if (r.info().attempts > 1) calls += ", " + std::to_string(r.info().attempts) + " attempts";
+      if (r.info().fallback) {
+        ++totals.fallbacks;
+        calls += " (answered by the fallback)";
+      }
+      return out;
+    } catch (const std::exception& e) {
+      ++totals.failed;
+      calls += std::string("; ") + who + " FAILED: " + e.what();
+      return std::nullopt;
+    }
+  }
+
+  // Per-cluster scores (aggregated on the client's backend) -> the event's class counts.
+  std::string cluster_summary(const Work& w, const HitScores& scores) {
+    const auto start = Clock::now();
+    const auto per_cluster = aggregate(queue_, scores.scores, scores.fiducial, *w.clusters);
+    w.path->aggregate_s += seconds_since(start);
+    int64_t by_class[3] = {}, michel = 0;
+    for (size_t c = 0; c < w.clusters->size(); ++c) {
+      const float* s = &per_cluster[c * 4];
+      ++by_class[std::max_element(s, s + 3) - s];
+      michel += s[3] > 0.5f;
+    }
+    char hash[40];
+    std::snprintf(hash, sizeof hash, "; outputs %016llx",
+                  static_cast<unsigned long long>(fingerprint(scores)));
+    return " (track " + std::to_string(by_class[0]) + ", em " + std::to_string(by_class[1]) +
+           ", none " + std::to_string(by_class[2]) + "; Michel-like " + std::to_string(michel) +
+           ")" + hash;
   }
 
   // The same event through image and patches: the per-hit scores should agree.
@@ -465,43 +447,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "kaas-reco: toy LArTPC reconstruction with EmTrkMichelId, direct or via kaas-server"};
   Args args;
-  app.add_option("--mode", args.mode,
-                 "direct (in process), remote (kaas-server) or both (checks "
-                 "that they agree)")
-      ->check(CLI::IsMember({"direct", "remote", "both"}));
-  app.add_option("--server", args.server, "kaas-server gRPC address host:port");
-  app.add_option("--send", args.send,
-                 "image (planes + hits to michel_from_image), patches "
-                 "(48x48 patches to emtrkmichelid), or both: image,patches")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"image", "patches"}));
-  app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
-  app.add_option("--backend", args.backend,
-                 "client backend (" + kaas::backend_choices() +
-                     "): preprocessing, aggregation and the direct client");
-  app.add_option("--async", args.async, "events in flight (1: one call at a time)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--repository", args.repository,
-                 "model repository for the direct client (as kaas-server's)");
-  app.add_option("--image-model", args.image_model, "image + hits model name");
-  app.add_option("--patch-model", args.patch_model, "patch CNN model name");
-  app.add_flag("--gzip", args.gzip, "compress requests");
-  app.add_option("--retries", args.retries, "remote retries on UNAVAILABLE / DEADLINE_EXCEEDED")
-      ->check(CLI::Range(0, 100));
-  app.add_option("--deadline-ms", args.deadline_ms, "per-call deadline (0: none)")
-      ->check(CLI::Range(0, 86'400'000));
-  app.add_flag("--fallback", args.fallback,
-               "after the retries, run on a direct client (needs --repository)");
-  app.add_flag("--quiet", args.quiet, "no per-event lines");
-  app.add_option("--cluster-gap", args.cluster_gap, "largest peak-tick gap inside a cluster")
-      ->check(CLI::Range(0.0f, 1e6f));
-  app.add_option("--seed", args.toy.seed, "event seed");
-  app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
-  app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
-  app.add_option("--tracks", args.toy.tracks_per_plane, "muon tracks per plane")
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--showers", args.toy.showers_per_plane, "EM showers per plane")
-      ->check(CLI::Range(0, 100000));
+  add_options(app, args);
   CLI11_PARSE(app, argc, argv);
   const bool needs_repository = args.mode != "remote" || args.fallback;
   if (needs_repository && args.repository.empty()) {
