@@ -20,6 +20,7 @@
   X(reshape)             \
   X(transpose)           \
   X(concat)              \
+  X(clip)                \
   X(identity)            \
   X(constant)
 
