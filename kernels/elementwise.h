@@ -1,7 +1,8 @@
 #pragma once
 // Strided copies and broadcasting binary operations over tensors of rank <= 6, the data
 // movement ops of imported graphs: Transpose (a copy from permuted strides), Concat (copies into
-// slices of the output) and Add (numpy broadcasting by stride 0). Views of lower rank are padded
+// slices of the output), Add (numpy broadcasting by stride 0) and Clip (Max, then Min, with a
+// broadcast scalar). Views of lower rank are padded
 // with leading extent-1 dimensions by the caller (to_rank6).
 
 #include <cstdint>
@@ -14,14 +15,16 @@
 
 namespace kaas {
 
-enum class BinaryOp { kAdd };
+// kMax / kMin keep a NaN in a (numpy's clip), so Clip passes NaN through as ONNX does.
+enum class BinaryOp { kAdd, kMax, kMin };
 
 // dst[i] = src[i] for every index of dst; src and dst have equal extents, any strides (src may
 // have stride 0 to broadcast). dst must not overlap src.
 void copy_strided(const Queue& queue, View<const float, 6> src, View<float, 6> dst,
                   LaunchConfig config = {});
 
-// y[i] = a[i] op b[i]; a, b and y have equal extents, a and b any strides (0 broadcasts).
+// y[i] = a[i] op b[i]; a, b and y have equal extents, a and b any strides (0 broadcasts). y may
+// be a itself (each element reads its own index before writing it).
 void binary(const Queue& queue, BinaryOp op, View<const float, 6> a, View<const float, 6> b,
             View<float, 6> y, LaunchConfig config = {});
 

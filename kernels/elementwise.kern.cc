@@ -26,6 +26,12 @@ struct BinaryKernel {
           case BinaryOp::kAdd:
             value += b.data[offset_b];
             break;
+          case BinaryOp::kMax:
+            value = value < b.data[offset_b] ? b.data[offset_b] : value;
+            break;
+          case BinaryOp::kMin:
+            value = value > b.data[offset_b] ? b.data[offset_b] : value;
+            break;
         }
       }
       y.data[offset_y] = value;

@@ -5,6 +5,8 @@
 #include "kaas/kernels/conv2d.h"
 #include "kaas/kernels/gemm.h"
 #include "kaas/kernels/mlp_heads.h"
+#include "kaas/models/onnx_ops/attrs.h"
+#include "kaas/models/onnx_ops/table.h"
 
 namespace kaas::models::onnx_import {
 
@@ -18,14 +20,14 @@ bool constant(const Graph& g, int value) {
 
 // A dense layer with constant weight and a constant [N] / [1,N] bias (or none), alpha 1.
 bool plain_dense(const Graph& g, const Op& op, int64_t max_out, const std::vector<Shape>& shapes) {
-  if (op.kind != OpKind::kGemm || op.gemm.trans_a || op.gemm.alpha != 1.0f ||
-      !constant(g, op.inputs[1]))
-    return false;
+  if (!op.is(gemm_op)) return false;
+  const GemmParams& p = op.attr<GemmParams>();
+  if (p.trans_a || p.alpha != 1.0f || !constant(g, op.inputs[1])) return false;
   const int64_t n = shapes[op.output][1];
   if (max_out > 0 && n > max_out) return false;
   if (op.inputs.size() < 3 || op.inputs[2] < 0) return true;
   const Shape& c = shapes[op.inputs[2]];
-  return constant(g, op.inputs[2]) && op.gemm.beta == 1.0f &&
+  return constant(g, op.inputs[2]) && p.beta == 1.0f &&
          ((c.size() == 1 && c[0] == n) || (c.size() == 2 && c[0] == 1 && c[1] == n));
 }
 
@@ -44,6 +46,13 @@ bool is_output(const Graph& g, int value) {
                      [&](const auto& o) { return o.second == value; });
 }
 
+// Softmax (not LogSoftmax) over the last axis of a [batch, classes] head.
+bool is_plain_softmax(const Op& op) {
+  if (!op.is(softmax_op)) return false;
+  const SoftmaxAttrs& a = op.attr<SoftmaxAttrs>();
+  return a.kind == SoftmaxKind::kSoftmax && (a.axis == 1 || a.axis == -1);
+}
+
 View2<const float> weight_view(const float* data, const Shape& shape, bool trans_b) {
   // As [K, N]: a [N, K] weight is read with swapped strides.
   View2<const float> w;
@@ -58,10 +67,11 @@ View2<const float> weight_view(const float* data, const Shape& shape, bool trans
 DenseLayer dense_layer(const Graph& g, const Op& op, const std::vector<Shape>& shapes,
                        const std::function<float*(int)>& data_of) {
   DenseLayer l;
-  l.w = weight_view(data_of(op.inputs[1]), shapes[op.inputs[1]], op.gemm.trans_b);
+  const GemmParams& p = op.attr<GemmParams>();
+  l.w = weight_view(data_of(op.inputs[1]), shapes[op.inputs[1]], p.trans_b);
   if (op.inputs.size() > 2 && op.inputs[2] >= 0)
     l.b = make_view(static_cast<const float*>(data_of(op.inputs[2])), l.w.extent[1]);
-  l.epilogue = op.gemm.epilogue;
+  l.epilogue = p.epilogue;
   (void)g;
   return l;
 }
@@ -80,11 +90,11 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string
   if (g.inputs.size() != 1 || g.outputs.size() != 2) return fail("not one input and two outputs");
   ConvDenseHeads p{};
   const std::vector<int> first = readers(g, g.inputs[0]);
-  if (first.size() != 1 || g.ops[first[0]].kind != OpKind::kConv)
+  if (first.size() != 1 || !g.ops[first[0]].is(conv_op))
     return fail("the input does not feed one Conv");
   p.conv = first[0];
   const Op& conv = g.ops[p.conv];
-  const Conv2dParams& c = conv.conv;
+  const Conv2dParams& c = conv.attr<ConvAttrs>().conv;
   const bool valid =
       c.auto_pad == AutoPad::kValid || (c.auto_pad == AutoPad::kNotSet && c.pad_top == 0 &&
                                         c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0);
@@ -92,16 +102,17 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string
       c.dilation_h != 1 || c.dilation_w != 1 || !valid || !constant(g, conv.inputs[1]) ||
       (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !constant(g, conv.inputs[2])))
     return fail("the Conv is not an NHWC, valid, stride-1, constant-weight convolution");
-  auto sole = [&](int value, OpKind kind) -> int {
+  auto sole = [&](int value, const OpDef& kind) -> int {
     const auto r = readers(g, value);
-    return r.size() == 1 && g.ops[r[0]].kind == kind && !is_output(g, value) ? r[0] : -1;
+    return r.size() == 1 && g.ops[r[0]].is(kind) && !is_output(g, value) ? r[0] : -1;
   };
-  if ((p.flatten = sole(conv.output, OpKind::kFlatten)) < 0 || g.ops[p.flatten].axis != 1)
+  if ((p.flatten = sole(conv.output, flatten_op)) < 0 ||
+      g.ops[p.flatten].attr<FlattenAttrs>().axis != 1)
     return fail("the Conv does not feed Flatten(axis=1)");
-  if ((p.dense1 = sole(g.ops[p.flatten].output, OpKind::kGemm)) < 0 ||
+  if ((p.dense1 = sole(g.ops[p.flatten].output, gemm_op)) < 0 ||
       !plain_dense(g, g.ops[p.dense1], 0, shapes))
     return fail("Flatten does not feed a dense layer with constant weights");
-  if ((p.dense2 = sole(g.ops[p.dense1].output, OpKind::kGemm)) < 0 ||
+  if ((p.dense2 = sole(g.ops[p.dense1].output, gemm_op)) < 0 ||
       !plain_dense(g, g.ops[p.dense2], kMlpHeadsMaxHidden, shapes))
     return fail("the first dense layer does not feed a second one of <= 64 units");
   const int hidden = g.ops[p.dense2].output;
@@ -114,11 +125,9 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string
     if (!plain_dense(g, head, kMlpHeadsMaxOutputs, shapes))
       return fail("a head is not a small dense layer");
     const auto r = readers(g, head.output);
-    if (r.size() == 1 && g.ops[r[0]].kind == OpKind::kSoftmax &&
-        g.ops[r[0]].softmax == SoftmaxKind::kSoftmax &&
-        head.gemm.epilogue.activation == Activation::kNone &&
-        (g.ops[r[0]].axis == 1 || g.ops[r[0]].axis == -1) && !is_output(g, head.output) &&
-        is_output(g, g.ops[r[0]].output) && p.head_a < 0) {
+    if (r.size() == 1 && is_plain_softmax(g.ops[r[0]]) &&
+        head.attr<GemmParams>().epilogue.activation == Activation::kNone &&
+        !is_output(g, head.output) && is_output(g, g.ops[r[0]].output) && p.head_a < 0) {
       p.head_a = h;
       p.softmax = r[0];
     } else if (r.empty() && is_output(g, head.output)) {
@@ -143,7 +152,9 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   const Op& conv = g.ops[p.conv];
   const Op& dense1 = g.ops[p.dense1];
   Shape x = shapes[conv.inputs[0]];  // [n, H, W, C]
-  if (conv.conv_c1_as_nhwc) x = {x[0], x[2], x[3], x[1]};
+  const ConvAttrs& conv_attrs = conv.attr<ConvAttrs>();
+  const GemmParams& dense1_params = dense1.attr<GemmParams>();
+  if (conv_attrs.c1_as_nhwc) x = {x[0], x[2], x[3], x[1]};
   const Shape& w = shapes[conv.inputs[1]];  // [OC, C, KH, KW]
   const Shape& y = shapes[conv.output];     // [n, OH, OW, OC]
   const int64_t n = x[0], row_values = y[2] * y[3];
@@ -165,7 +176,7 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
     bias1.data = data_of(dense1.inputs[2]);
     bias1.extent[0] = 1, bias1.extent[1] = n1, bias1.stride[0] = 0, bias1.stride[1] = 1;
   }
-  Conv2dParams slab_params = conv.conv;
+  Conv2dParams slab_params = conv_attrs.conv;
   slab_params.auto_pad = AutoPad::kNotSet;
   slab_params.pad_top = slab_params.pad_left = slab_params.pad_bottom = slab_params.pad_right = 0;
   for (int64_t t0 = 0; t0 < n; t0 += tile) {
@@ -182,14 +193,14 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
       conv2d(queue, in, weight, conv_bias, slab, slab_params);
       // The K range of these conv rows: rows of W1, or columns with transB.
       View2<const float> w1_rows = w1;
-      const int k_axis = dense1.gemm.trans_b ? 1 : 0;
+      const int k_axis = dense1_params.trans_b ? 1 : 0;
       w1_rows.data += h0 * row_values * w1.stride[k_axis];
       w1_rows.extent[k_axis] = rows * row_values;
       GemmParams gp;
       gp.beta = 1.0f;
-      gp.trans_b = dense1.gemm.trans_b;
+      gp.trans_b = dense1_params.trans_b;
       gp.rows_independent = true;  // a patch's scores must not depend on its batch
-      gp.epilogue = h0 + rows == y[1] ? dense1.gemm.epilogue : Epilogue{};
+      gp.epilogue = h0 + rows == y[1] ? dense1_params.epilogue : Epilogue{};
       const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
       gemm(queue, make_view<2>(static_cast<const float*>(buffers.slab), {nt, rows * row_values}),
            w1_rows, c, acc, gp);

@@ -3,48 +3,35 @@
 // static shapes except a dynamic batch dimension, then simplified (see simplify()). Internal to
 // models/; onnx_model.h is the public entry.
 
+#include <any>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
-#include "kaas/kernels/activation.h"
-#include "kaas/kernels/conv2d.h"
-#include "kaas/kernels/gemm.h"
-#include "kaas/kernels/softmax.h"
-
 namespace kaas::models::onnx_import {
 
-enum class OpKind {
-  kConv,
-  kGemm,
-  kMatMul,
-  kAdd,
-  kActivation,
-  kSoftmax,
-  kTranspose,
-  kConcat,
-  kFlatten,
-  kReshape
-};
+struct OpDef;  // what an op is and does: one entry of the op table (onnx_ops/table.h)
 
 struct Op {
-  OpKind kind;
+  const OpDef* def = nullptr;
   std::string node;         // the ONNX node's name (or "#<index>" when it has none), for messages
   std::string op_type;      // the ONNX op it came from (after fusions: "Conv+Relu", ...)
   std::vector<int> inputs;  // value ids; -1 for an absent optional input
   int output = -1;
-  Conv2dParams conv;             // kConv (layout NCHW from ONNX; NHWC after simplification)
-  bool conv_c1_as_nhwc = false;  // kConv: input stored NCHW with C = 1, read as NHWC (same bytes)
-  GemmParams gemm;               // kGemm (epilogue = fused activation)
-  Epilogue activation;           // kActivation
-  SoftmaxKind softmax = SoftmaxKind::kSoftmax;
-  bool softmax_2d = false;            // kSoftmax of opset < 13: coerced to 2-D at axis
-  int64_t axis = 0;                   // kSoftmax, kConcat, kFlatten
-  std::vector<int64_t> perm;          // kTranspose
-  std::vector<int64_t> kernel_shape;  // kConv, when given (checked against the weight)
-  bool allow_zero = false;            // kReshape
+  std::any attrs;  // the op's own attribute struct, read by its OpDef (see onnx_ops/attrs.h)
+
+  bool is(const OpDef& d) const { return def == &d; }
+  template <class A>
+  A& attr() {
+    return std::any_cast<A&>(attrs);
+  }
+  template <class A>
+  const A& attr() const {
+    return std::any_cast<const A&>(attrs);
+  }
+  bool has_input(size_t i) const { return inputs.size() > i && inputs[i] >= 0; }
 };
 
 struct Value {

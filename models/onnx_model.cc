@@ -9,15 +9,14 @@
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
-#include "kaas/kernels/elementwise.h"
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
+#include "kaas/models/onnx_ops/op_def.h"
 
 namespace kaas::models {
 
 using onnx_import::Graph;
 using onnx_import::Op;
-using onnx_import::OpKind;
 using Shape = std::vector<int64_t>;
 
 onnx::ModelProto read_onnx_file(const std::filesystem::path& path) {
@@ -32,23 +31,6 @@ onnx::ModelProto read_onnx_file(const std::filesystem::path& path) {
 }
 
 namespace {
-
-View2<const float> view2(const float* data, const Shape& s) {
-  return make_view<2>(data, {s[0], s[1]});
-}
-
-// ONNX Gemm's C as a broadcast [M, N] view: [M,N], [1,N], [N], [M,1], [1] or a scalar.
-View2<const float> gemm_c_view(const float* data, const Shape& c, int64_t n) {
-  View2<const float> v;
-  v.data = data;
-  if (c.size() == 2) return view2(data, c);
-  v.extent[0] = 1;
-  v.extent[1] = c.size() == 1 ? c[0] : 1;
-  v.stride[0] = 0;
-  v.stride[1] = 1;
-  (void)n;
-  return v;
-}
 
 class OnnxModel final : public OnnxDeviceModel {
  public:
@@ -88,7 +70,11 @@ class OnnxModel final : public OnnxDeviceModel {
       onnx_import::run_conv_dense_heads(
           queue_, graph_, *fused_, shapes_, [this](int v) { return data(v); }, buffers);
     } else {
-      for (const Op& op : graph_.ops) execute(op, shapes_);
+      const std::function<float*(int)> data_of = [this](int v) { return data(v); };
+      const onnx_import::RunContext context{queue_, shapes_, data_of};
+      for (const Op& op : graph_.ops) {
+        if (op.def->run != nullptr) op.def->run(context, op);
+      }
     }
     std::vector<const float*> outputs;
     for (const auto& output : graph_.outputs) outputs.push_back(data(output.second));
@@ -174,8 +160,7 @@ class OnnxModel final : public OnnxDeviceModel {
     std::vector<int> root(graph_.values.size());
     for (size_t v = 0; v < root.size(); ++v) root[v] = static_cast<int>(v);
     for (const Op& op : graph_.ops) {
-      if (op.kind == OpKind::kFlatten || op.kind == OpKind::kReshape)
-        root[op.output] = root[op.inputs[0]];
+      if (op.def->output_aliases_input) root[op.output] = root[op.inputs[0]];
     }
     std::vector<int> last_use(graph_.values.size(), -1);
     for (int i = 0; i < end; ++i) {
@@ -188,7 +173,7 @@ class OnnxModel final : public OnnxDeviceModel {
     for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
     for (int i = 0; i < end; ++i) {
       const Op& op = graph_.ops[i];
-      if (op.kind == OpKind::kFlatten || op.kind == OpKind::kReshape) {
+      if (op.def->output_aliases_input) {
         storage_of_[op.output] = storage_of_[op.inputs[0]];
       } else {
         const size_t need = size_t(element_count(max_shapes_[op.output]));
@@ -252,88 +237,6 @@ class OnnxModel final : public OnnxDeviceModel {
                     std::to_string(rows) + " output rows x " + std::to_string(tile) +
                     " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
                     "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
-  }
-
-  void execute(const Op& op, const std::vector<Shape>& shapes) {
-    auto in = [&](int i) -> const float* { return data(op.inputs[i]); };
-    auto has = [&](int i) { return int(op.inputs.size()) > i && op.inputs[i] >= 0; };
-    const Shape& x = shapes[op.inputs[0]];
-    const Shape& y = shapes[op.output];
-    float* out = data(op.output);
-    switch (op.kind) {
-      case OpKind::kConv: {
-        const Shape& w = shapes[op.inputs[1]];
-        Shape xs = x;
-        if (op.conv_c1_as_nhwc) xs = {x[0], x[2], x[3], x[1]};
-        View1<const float> bias;
-        if (has(2)) bias = make_view(in(2), w[0]);
-        conv2d(queue_, make_view<4>(in(0), {xs[0], xs[1], xs[2], xs[3]}),
-               make_view<4>(in(1), {w[0], w[1], w[2], w[3]}), bias,
-               make_view<4>(out, {y[0], y[1], y[2], y[3]}), op.conv);
-        return;
-      }
-      case OpKind::kGemm: {
-        View2<const float> c;
-        if (has(2)) c = gemm_c_view(in(2), shapes[op.inputs[2]], y[1]);
-        gemm(queue_, view2(in(0), x), view2(in(1), shapes[op.inputs[1]]), c,
-             make_view<2>(out, {y[0], y[1]}), op.gemm);
-        return;
-      }
-      case OpKind::kMatMul:
-        matmul(queue_, in(0), x, in(1), shapes[op.inputs[1]], out);
-        return;
-      case OpKind::kAdd:
-        binary(queue_, BinaryOp::kAdd, broadcast_view(in(0), x, y),
-               broadcast_view(in(1), std::span<const int64_t>(shapes[op.inputs[1]]), y),
-               to_rank6(out, std::span<const int64_t>(y)));
-        return;
-      case OpKind::kActivation:
-        activate(queue_, op.activation, make_view(in(0), element_count(x)),
-                 make_view(out, element_count(y)));
-        return;
-      case OpKind::kSoftmax: {
-        const int64_t rank = int64_t(x.size());
-        const int64_t axis = op.axis < 0 ? op.axis + rank : op.axis;
-        int64_t outer = 1, length = 1, inner = 1;
-        for (int64_t d = 0; d < rank; ++d) {
-          (d < axis ? outer : (d == axis || op.softmax_2d) ? length : inner) *= x[d];
-        }
-        softmax(queue_, op.softmax, make_view<3>(in(0), {outer, length, inner}),
-                make_view<3>(out, {outer, length, inner}));
-        return;
-      }
-      case OpKind::kTranspose: {
-        Shape perm = op.perm;
-        if (perm.empty()) {
-          for (size_t d = x.size(); d-- > 0;) perm.push_back(int64_t(d));
-        }
-        Shape strides(x.size()), permuted(x.size());
-        int64_t s = 1;
-        for (size_t d = x.size(); d-- > 0;) strides[d] = s, s *= x[d];
-        for (size_t d = 0; d < x.size(); ++d) permuted[d] = strides[perm[d]];
-        copy_strided(queue_, to_rank6(in(0), std::span<const int64_t>(y), permuted),
-                     to_rank6(out, std::span<const int64_t>(y)));
-        return;
-      }
-      case OpKind::kConcat: {
-        const int64_t axis = op.axis < 0 ? op.axis + int64_t(y.size()) : op.axis;
-        Shape out_strides(y.size());
-        int64_t s = 1;
-        for (size_t d = y.size(); d-- > 0;) out_strides[d] = s, s *= y[d];
-        int64_t offset = 0;
-        for (size_t i = 0; i < op.inputs.size(); ++i) {
-          const Shape& part = shapes[op.inputs[i]];
-          copy_strided(queue_, to_rank6(in(int(i)), std::span<const int64_t>(part)),
-                       to_rank6(out + offset * out_strides[axis], std::span<const int64_t>(part),
-                                out_strides));
-          offset += part[axis];
-        }
-        return;
-      }
-      case OpKind::kFlatten:
-      case OpKind::kReshape:
-        return;  // the output aliases the input's buffer
-    }
   }
 
   std::string name_;

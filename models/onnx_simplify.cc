@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "kaas/models/onnx_graph.h"
+#include "kaas/models/onnx_ops/attrs.h"
+#include "kaas/models/onnx_ops/table.h"
 #include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {
@@ -62,8 +64,8 @@ bool has_c(const Op& op) {
 
 // A dense layer: Gemm(X, constant W) without transA whose X is `value`.
 bool is_dense_on(const Graph& g, const Op* op, int value) {
-  return op != nullptr && op->kind == OpKind::kGemm && op->inputs[0] == value &&
-         !op->gemm.trans_a && is_constant(g, op->inputs[1]);
+  return op != nullptr && op->is(gemm_op) && op->inputs[0] == value &&
+         !op->attr<GemmParams>().trans_a && is_constant(g, op->inputs[1]);
 }
 
 // Replaces the dense weight by one whose K rows follow a new input order: new row k is old row
@@ -76,7 +78,7 @@ void permute_dense_rows(Graph& g, Op& dense, const std::vector<int64_t>& new_to_
   folded.constant = true;
   folded.shape = w.shape;
   folded.data.resize(w.data.size());
-  if (!dense.gemm.trans_b) {
+  if (!dense.attr<GemmParams>().trans_b) {
     for (int64_t k = 0; k < rows; ++k)
       std::copy_n(w.data.begin() + new_to_old[k] * cols, cols, folded.data.begin() + k * cols);
   } else {
@@ -94,14 +96,14 @@ void permute_dense_rows(Graph& g, Op& dense, const std::vector<int64_t>& new_to_
 void fold_bias(Graph& g) {
   Pass p(g);
   for (Op& op : g.ops) {
-    if (op.kind == OpKind::kMatMul && p.shapes[op.inputs[0]].size() == 2 &&
+    if (op.is(matmul_op) && p.shapes[op.inputs[0]].size() == 2 &&
         p.shapes[op.inputs[1]].size() == 2 && is_constant(g, op.inputs[1])) {
-      op.kind = OpKind::kGemm;
-      op.gemm = GemmParams{};
+      op.def = &gemm_op;
+      op.attrs = GemmParams{};
     }
-    if (op.kind != OpKind::kGemm || has_c(op)) continue;
+    if (!op.is(gemm_op) || has_c(op)) continue;
     Op* add = p.sole_consumer(op.output);
-    if (add == nullptr || add->kind != OpKind::kAdd) continue;
+    if (add == nullptr || !add->is(add_op)) continue;
     const int bias = add->inputs[0] == op.output ? add->inputs[1] : add->inputs[0];
     const Shape& b = p.shapes[bias];
     const int64_t n = p.shapes[op.output][1];
@@ -110,7 +112,7 @@ void fold_bias(Graph& g) {
     if (!is_constant(g, bias) || !row) continue;
     op.inputs.resize(3);
     op.inputs[2] = bias;
-    op.gemm.beta = 1.0f;
+    op.attr<GemmParams>().beta = 1.0f;
     op.output = add->output;
     op.op_type += "+Add";
     p.remove(*add);
@@ -121,14 +123,14 @@ void fold_bias(Graph& g) {
 void fuse_activations(Graph& g) {
   Pass p(g);
   for (Op& act : g.ops) {
-    if (act.kind != OpKind::kActivation) continue;
+    if (!act.is(activation_op)) continue;
     Op* prod = p.producer(act.inputs[0]);
     if (prod == nullptr || p.uses[act.inputs[0]] != 1) continue;
-    Epilogue* e = prod->kind == OpKind::kConv   ? &prod->conv.epilogue
-                  : prod->kind == OpKind::kGemm ? &prod->gemm.epilogue
-                                                : nullptr;
+    Epilogue* e = prod->is(conv_op)   ? &prod->attr<ConvAttrs>().conv.epilogue
+                  : prod->is(gemm_op) ? &prod->attr<GemmParams>().epilogue
+                                      : nullptr;
     if (e == nullptr || e->activation != Activation::kNone) continue;
-    *e = act.activation;
+    *e = act.attr<Epilogue>();
     prod->output = act.output;
     prod->op_type += "+" + act.op_type;
     p.remove(act);
@@ -136,23 +138,28 @@ void fuse_activations(Graph& g) {
   }
 }
 
+bool is_flatten_1(const Op* op) {
+  return op != nullptr && op->is(flatten_op) && op->attr<FlattenAttrs>().axis == 1;
+}
+
 bool perm_is(const Op* op, std::initializer_list<int64_t> perm) {
-  return op != nullptr && op->kind == OpKind::kTranspose &&
-         std::equal(op->perm.begin(), op->perm.end(), perm.begin(), perm.end());
+  if (op == nullptr || !op->is(transpose_op)) return false;
+  const auto& p = op->attr<TransposeAttrs>().perm;
+  return std::equal(p.begin(), p.end(), perm.begin(), perm.end());
 }
 
 // Keras exports: Transpose(0,3,1,2) -> Conv -> Transpose(0,2,3,1) is an NHWC convolution.
 void fuse_nhwc_conv(Graph& g) {
   Pass p(g);
   for (Op& conv : g.ops) {
-    if (conv.kind != OpKind::kConv || conv.conv.layout != Layout::kNCHW) continue;
+    if (!conv.is(conv_op) || conv.attr<ConvAttrs>().conv.layout != Layout::kNCHW) continue;
     Op* before = p.producer(conv.inputs[0]);
     Op* after = p.sole_consumer(conv.output);
     if (!perm_is(before, {0, 3, 1, 2}) || p.uses[conv.inputs[0]] != 1 ||
         !perm_is(after, {0, 2, 3, 1}))
       continue;
     conv.inputs[0] = before->inputs[0];
-    conv.conv.layout = Layout::kNHWC;
+    conv.attr<ConvAttrs>().conv.layout = Layout::kNHWC;
     conv.output = after->output;
     p.remove(*before);
     p.remove(*after);
@@ -189,14 +196,16 @@ std::vector<int64_t> permuted_positions(const Shape& dims, const Shape& perm) {
 void fold_transpose_flatten(Graph& g) {
   Pass p(g);
   for (Op& t : g.ops) {
-    if (t.kind != OpKind::kTranspose || t.perm.empty() || t.perm[0] != 0) continue;
+    if (!t.is(transpose_op)) continue;
+    const auto& perm = t.attr<TransposeAttrs>().perm;
+    if (perm.empty() || perm[0] != 0) continue;
     Op* f = p.sole_consumer(t.output);
-    if (f == nullptr || f->kind != OpKind::kFlatten || f->axis != 1) continue;
+    if (!is_flatten_1(f)) continue;
     Op* dense = p.sole_consumer(f->output);
     if (!is_dense_on(g, dense, f->output)) continue;
     const Shape& x = p.shapes[t.inputs[0]];
     Shape inner(x.begin() + 1, x.end()), inner_perm;
-    for (size_t i = 1; i < t.perm.size(); ++i) inner_perm.push_back(t.perm[i] - 1);
+    for (size_t i = 1; i < perm.size(); ++i) inner_perm.push_back(perm[i] - 1);
     // Element at x-flat k sits at transposed-flat positions[k]: the new weight row k is the old
     // row positions[k].
     permute_dense_rows(g, *dense, permuted_positions(inner, inner_perm));
@@ -212,19 +221,20 @@ void fold_transpose_flatten(Graph& g) {
 void nhwc_for_single_channel_conv(Graph& g) {
   Pass p(g);
   for (Op& conv : g.ops) {
-    if (conv.kind != OpKind::kConv || conv.conv.layout != Layout::kNCHW ||
-        p.shapes[conv.inputs[0]][1] != 1 || conv.conv.groups != 1)
+    if (!conv.is(conv_op)) continue;
+    ConvAttrs& a = conv.attr<ConvAttrs>();
+    if (a.conv.layout != Layout::kNCHW || p.shapes[conv.inputs[0]][1] != 1 || a.conv.groups != 1)
       continue;
     Op* f = p.sole_consumer(conv.output);
-    if (f == nullptr || f->kind != OpKind::kFlatten || f->axis != 1) continue;
+    if (!is_flatten_1(f)) continue;
     Op* dense = p.sole_consumer(f->output);
     if (!is_dense_on(g, dense, f->output)) continue;
     const Shape& y = p.shapes[conv.output];  // [1, C, H, W]
     // NHWC flat position k (h, w, c) reads the NCHW-ordered row: positions of (h,w,c)-ordered
     // elements within the (c,h,w) order.
     permute_dense_rows(g, *dense, permuted_positions({y[2], y[3], y[1]}, {2, 0, 1}));
-    conv.conv_c1_as_nhwc = true;
-    conv.conv.layout = Layout::kNHWC;
+    a.c1_as_nhwc = true;
+    a.conv.layout = Layout::kNHWC;
     g.log.push_back(conv.node + " runs NHWC (1 input channel); weights of " + dense->node +
                     " permuted to match");
   }
@@ -234,7 +244,8 @@ void nhwc_for_single_channel_conv(Graph& g) {
 // including the row-major CPU fast path, reads a [K, N] weight.
 void untranspose_constant_weights(Graph& g) {
   for (Op& op : g.ops) {
-    if (op.kind != OpKind::kGemm || !op.gemm.trans_b || !is_constant(g, op.inputs[1])) continue;
+    if (!op.is(gemm_op) || !op.attr<GemmParams>().trans_b || !is_constant(g, op.inputs[1]))
+      continue;
     const Value& w = g.values[op.inputs[1]];
     const int64_t rows = w.shape[0], cols = w.shape[1];  // [N, K]
     Value t;
@@ -248,7 +259,7 @@ void untranspose_constant_weights(Graph& g) {
     const std::string name = w.name;
     g.values.push_back(std::move(t));
     op.inputs[1] = static_cast<int>(g.values.size()) - 1;
-    op.gemm.trans_b = false;
+    op.attr<GemmParams>().trans_b = false;
     g.log.push_back("weight " + name + " of " + op.node + " stored transposed (transB folded)");
   }
 }

@@ -11,6 +11,7 @@
 
 #include "kaas/backends/error.h"
 #include "kaas/models/onnx_model.h"
+#include "kaas/models/onnx_ops/table.h"
 
 namespace kaas::testing {
 
@@ -22,58 +23,34 @@ fs::path onnx_testdata_root() {
   return env != nullptr && *env != '\0' ? fs::path(env) : fs::path(KAAS_ONNX_TESTDATA_DIR);
 }
 
-std::vector<OnnxNodeCase> onnx_node_cases() {
+bool OnnxNodeFamily::matches(const std::string& folder_name, const std::string& name) const {
   // Plain prefix / exact-name matching: std::regex trips g++ 12's -Wmaybe-uninitialized under
-  // ASan. Float convolutions only (ConvInteger / ConvTranspose are other operators).
-  struct Family {
-    const char* folder;
-    const char* name;
-    bool prefix;
-  };
-  const Family families[] = {
-      {"node", "test_conv_with_", true},
-      {"node", "test_gemm_", true},
-      {"node", "test_matmul_2d", false},
-      {"node", "test_matmul_3d", false},
-      {"node", "test_matmul_4d", false},
-      {"node", "test_softmax_", true},
-      {"node", "test_logsoftmax_", true},
-      {"node", "test_sigmoid", true},
-      {"node", "test_relu", false},
-      {"node", "test_leakyrelu", true},
-      {"node", "test_add", false},
-      {"node", "test_add_bcast", false},
-      {"node", "test_add_uint8", false},
-      {"node", "test_concat_", true},
-      {"node", "test_flatten_", true},
-      {"node", "test_reshape_", true},
-      {"node", "test_transpose_", true},
-      {"node", "test_identity", true},
-      {"node", "test_dropout_default", true},
-      {"node", "test_constant", false},
-      {"pytorch-converted", "test_Conv2d", true},
-      {"pytorch-converted", "test_Linear", true},
-      {"pytorch-converted", "test_Softmax", false},
-      {"pytorch-converted", "test_LogSoftmax", false},
-      {"pytorch-converted", "test_ReLU", false},
-      {"pytorch-converted", "test_LeakyReLU", true},
-      {"pytorch-converted", "test_Sigmoid", false},
-      {"pytorch-converted", "test_softmax_", true},
-      {"pytorch-converted", "test_log_softmax_", true},
-  };
+  // ASan.
+  return folder_name == folder && (prefix ? name.rfind(family, 0) == 0 : name == family);
+}
+
+std::vector<OnnxNodeFamily> onnx_node_families() {
+  std::vector<OnnxNodeFamily> families;
+  for (const auto* def : models::onnx_import::op_table()) {
+    for (const auto& t : def->node_tests)
+      families.push_back({std::string(t.folder), std::string(t.name), t.prefix});
+  }
+  return families;
+}
+
+std::vector<OnnxNodeCase> onnx_node_cases() {
+  const auto families = onnx_node_families();
+  std::set<std::string> folders;
+  for (const auto& f : families) folders.insert(f.folder);
   std::vector<OnnxNodeCase> cases;
-  for (const char* folder : {"node", "pytorch-converted"}) {
+  for (const std::string& folder : folders) {
     const fs::path dir = onnx_testdata_root() / folder;
     if (!fs::is_directory(dir)) continue;
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
-      for (const Family& f : families) {
-        if (std::string_view(f.folder) != folder) continue;
-        if (f.prefix ? name.rfind(f.name, 0) == 0 : name == f.name) {
-          cases.push_back({entry.path(), std::string(folder) + "/" + name});
-          break;
-        }
-      }
+      if (std::any_of(families.begin(), families.end(),
+                      [&](const auto& f) { return f.matches(folder, name); }))
+        cases.push_back({entry.path(), folder + "/" + name});
     }
   }
   std::sort(cases.begin(), cases.end(),

@@ -15,9 +15,17 @@ struct OnnxNodeCase {
   std::string name;                 // "node/test_conv_with_strides_padding"
 };
 
-// Every node / pytorch-converted test of the operators the importer maps (Conv, Gemm, MatMul,
-// Add, Relu, LeakyRelu, Sigmoid, Softmax, LogSoftmax, Flatten, Reshape, Transpose, Concat,
-// Dropout, Identity, Constant).
+// A family of node tests: folder/family exactly, or every folder/family* when prefix.
+struct OnnxNodeFamily {
+  std::string folder, family;
+  bool prefix = false;
+  bool matches(const std::string& folder_name, const std::string& name) const;
+};
+
+// The families the importer's op table names (models/onnx_ops/<op>.cc), every op's own.
+std::vector<OnnxNodeFamily> onnx_node_families();
+
+// Every test of those families in the test data.
 std::vector<OnnxNodeCase> onnx_node_cases();
 std::filesystem::path onnx_testdata_root();
 

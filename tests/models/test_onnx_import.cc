@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "kaas/backends/error.h"
 #include "kaas/models/emtrk_model.h"
@@ -172,6 +175,31 @@ TEST_P(OnnxImportTest, DataMovementOps) {
   }
 }
 
+// Clip with constant bounds as exporters write them (the node tests feed them at run time): NaN
+// passes through, and min > max gives max everywhere (ONNX's rule).
+TEST_P(OnnxImportTest, ClipWithConstantBounds) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [lo, hi] : {std::pair{-1.0f, 2.0f}, std::pair{3.0f, 1.0f}}) {
+    GraphBuilder b;
+    b.input("x", {-1, 3});
+    b.constant("lo", {}, {lo});
+    b.constant("hi", {}, {hi});
+    b.node("Clip", "clip", {"x", "lo", "hi"}, {"y"});
+    b.output("y");
+    const auto model = models::make_onnx_model(b.model, backend(), {});
+    const auto out = model->run(std::vector{tensor("x", {2, 3}, {-5, 0.5f, 5, nan, -1, 2})});
+    const auto y = out[0].values<float>();
+    const std::vector<float> x{-5, 0.5f, 5, nan, -1, 2};
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+      } else {
+        EXPECT_EQ(y[i], std::min(std::max(x[i], lo), hi)) << i;
+      }
+    }
+  }
+}
+
 template <class F>
 void expect_error(F&& f, ErrorCode code, std::vector<std::string> fragments) {
   try {
@@ -248,6 +276,15 @@ TEST_P(OnnxImportTest, UnsupportedGraphsNameTheNodeAndOp) {
     b.output("y");
     expect_error([&] { models::make_onnx_model(b.model, backend()); }, ErrorCode::kUnimplemented,
                  {"input 'x'", "INT64"});
+  }
+  {
+    GraphBuilder b;
+    b.input("x", {-1, 4});
+    b.constant("lo", {2}, {0, 1});
+    b.node("Clip", "clamp", {"x", "lo"}, {"y"});
+    b.output("y");
+    expect_error([&] { models::make_onnx_model(b.model, backend()); }, ErrorCode::kInvalidArgument,
+                 {"node 'clamp' (Clip)", "min [2] must be a scalar"});
   }
   {
     // A Reshape that hard-codes batch 1 cannot serve a dynamic batch.

@@ -1,7 +1,12 @@
-// ONNX's own backend node tests for every operator the importer maps, on every backend.
+// ONNX's own backend node tests for every operator the importer maps (the families each op of
+// the op table names), on every backend; README's op list checked against the table.
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "kaas/models/onnx_ops/table.h"
 #include "tests/models/onnx_node_cases.h"
 #include "tests/support/backends_under_test.h"
 
@@ -87,7 +92,52 @@ TEST(OnnxNodeTestData, EveryRequiredFamilyIsPresent) {
       return c.name.rfind(family, 0) == 0;
     })) << family;
   }
-  EXPECT_EQ(cases.size(), 125u) << "libonnx-testdata 1.12 has 125 such cases";
+  // Every family an op names has cases (a misspelt family would select nothing).
+  for (const auto& f : onnx_node_families()) {
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(),
+                            [&](const auto& c) {
+                              return f.matches(c.directory.parent_path().filename().string(),
+                                               c.directory.filename().string());
+                            }))
+        << f.folder << "/" << f.family;
+  }
+  EXPECT_EQ(cases.size(), 134u) << "libonnx-testdata 1.12 has 134 such cases";
+}
+
+// README's op list (after "ops (`models/onnx_ops/table.h`): ", up to ";", notes in parentheses
+// ignored) is the table's, in table order.
+TEST(OnnxOpTable, ReadmeListsTheTable) {
+  std::ifstream in(KAAS_README);
+  ASSERT_TRUE(in) << KAAS_README;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  const std::string marker = "ops (`models/onnx_ops/table.h`): ";
+  const size_t begin = text.find(marker);
+  ASSERT_NE(begin, std::string::npos) << "README lost its ONNX op list: " << marker;
+  const size_t end = text.find(';', begin);
+  ASSERT_NE(end, std::string::npos);
+  std::string listed, item;
+  int depth = 0;
+  auto flush = [&] {
+    const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    if (first != std::string::npos)
+      listed.append(listed.empty() ? "" : ", ").append(item.substr(first, last - first + 1));
+    item.clear();
+  };
+  for (size_t i = begin + marker.size(); i < end; ++i) {
+    const char c = text[i];
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == ',' && depth == 0) {
+      flush();
+    } else if (depth == 0 && c != ')') {
+      if (!std::isspace(static_cast<unsigned char>(c)) || (!item.empty() && item.back() != ' '))
+        item += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
+    }
+  }
+  flush();
+  EXPECT_EQ(listed, models::onnx_import::supported_op_types())
+      << "README.md's ONNX op list differs from models/onnx_ops/table.h";
 }
 
 }  // namespace

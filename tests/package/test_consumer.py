@@ -42,7 +42,7 @@ def main():
                    "include/kaas/server_adapter/client/remote_client.h", "bin/kaas-server"]:
         check((prefix / needed).exists(), f"installed: {needed}")
     for internal in ["include/kaas/backends/kernel.h", "include/kaas/models/onnx_graph.h",
-                     "include/kaas/server_adapter/server.h"]:
+                     "include/kaas/models/onnx_ops/op_def.h", "include/kaas/server_adapter/server.h"]:
         check(not (prefix / internal).exists(), f"internal header not installed: {internal}")
     # Relocatable: no installed text file names the source or the build tree.
     for root in (args.source_dir.resolve(), args.build_dir.resolve()):
