@@ -108,7 +108,7 @@ void launch_brute_force(const Queue& queue, View2<const float> points,
                         View1<const int64_t> row_splits, const std::vector<int64_t>& splits, int k,
                         View2<int32_t> indices, View2<float> distances,
                         const LaunchConfig& config) {
-  const int size = config.group_size > 0 ? config.group_size : 128;
+  const int size = config.group_size_or(128);
   // (event, first query) of every block of `size` queries; empty events have none.
   std::vector<int64_t> blocks;
   for (size_t e = 0; e + 1 < splits.size(); ++e) {

@@ -64,7 +64,7 @@ View2<const float> weight_view(const float* data, const Shape& shape, bool trans
   return w;
 }
 
-DenseLayer dense_layer(const Graph& g, const Op& op, const std::vector<Shape>& shapes,
+DenseLayer dense_layer(const Op& op, const std::vector<Shape>& shapes,
                        const std::function<float*(int)>& data_of) {
   DenseLayer l;
   const GemmParams& p = op.attr<GemmParams>();
@@ -72,7 +72,6 @@ DenseLayer dense_layer(const Graph& g, const Op& op, const std::vector<Shape>& s
   if (op.inputs.size() > 2 && op.inputs[2] >= 0)
     l.b = make_view(static_cast<const float*>(data_of(op.inputs[2])), l.w.extent[1]);
   l.epilogue = p.epilogue;
-  (void)g;
   return l;
 }
 
@@ -210,8 +209,8 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   const Op& head_b = g.ops[p.head_b];
   const int64_t na = shapes[head_a.output][1], nb = shapes[head_b.output][1];
   mlp_two_heads(queue, make_view<2>(static_cast<const float*>(buffers.dense1), {n, n1}),
-                dense_layer(g, g.ops[p.dense2], shapes, data_of),
-                dense_layer(g, head_a, shapes, data_of), dense_layer(g, head_b, shapes, data_of),
+                dense_layer(g.ops[p.dense2], shapes, data_of), dense_layer(head_a, shapes, data_of),
+                dense_layer(head_b, shapes, data_of),
                 make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),
                 make_view<2>(data_of(head_b.output), {n, nb}));
 }
