@@ -179,8 +179,9 @@ class ConvInstance : public Instance {
   Guarded<float> x_, w_, b_, y_;
 };
 
-// The EmTrkMichelId first layer: 5x5, 1 -> 48 channels, VALID, 48x48 NHWC patches, ReLU.
-ConvCase emtrk_layer(int64_t batch) {
+}  // namespace
+
+ConvCase conv_emtrk_layer(int64_t batch) {
   ConvCase c{};
   c.batch = batch, c.in_channels = 1, c.in_h = 48, c.in_w = 48, c.out_channels = 48;
   c.kernel_h = 5, c.kernel_w = 5, c.bias = true;
@@ -189,6 +190,12 @@ ConvCase emtrk_layer(int64_t batch) {
   c.params.epilogue.activation = Activation::kRelu;
   return c;
 }
+
+std::vector<int64_t> conv_emtrk_batches() {
+  return {1, 16, 64, 256, 1024};
+}
+
+namespace {
 
 Case make_case(const ConvCase& c, bool integers, std::string name) {
   const Conv2dShape s = conv_shape(c);
@@ -221,9 +228,9 @@ Case make_case(const ConvCase& c, bool integers, std::string name) {
 
 std::vector<Case> conv2d_cases() {
   std::vector<Case> cases = {
-      make_case(emtrk_layer(2), true, "conv2d_emtrk_int/{backend}/{impl}/batch:2")};
-  for (int64_t batch : {1, 16, 64, 256, 1024}) {
-    cases.push_back(make_case(emtrk_layer(batch), false,
+      make_case(conv_emtrk_layer(2), true, "conv2d_emtrk_int/{backend}/{impl}/batch:2")};
+  for (int64_t batch : conv_emtrk_batches()) {
+    cases.push_back(make_case(conv_emtrk_layer(batch), false,
                               "conv2d_emtrk/{backend}/{impl}/batch:" + std::to_string(batch)));
   }
   ConvCase grouped{};

@@ -40,6 +40,11 @@ double conv_tolerance(const ConvCase& c, double magnitude);
 std::vector<Conv2dImpl> conv_cpu_fast_impls(const Backend& backend, const ConvCase& c);
 Conv2dImpl conv_impl_from_name(std::string_view name);  // throws kInvalidArgument
 
+// The EmTrkMichelId first layer (5x5, 1 -> 48 channels, VALID, 48x48 NHWC patches, ReLU) and
+// the batches it is benchmarked at.
+ConvCase conv_emtrk_layer(int64_t batch);
+std::vector<int64_t> conv_emtrk_batches();
+
 std::vector<Case> conv2d_cases();
 
 }  // namespace kaas::cases

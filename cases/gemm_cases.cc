@@ -183,8 +183,9 @@ class GemmInstance : public Instance {
     return checker.result();
   }
   std::string label() const override {
-    const GemmImpl chosen = gemm_chosen_impl(queue_, a_view(), b_view(), y_view(),
-                                             GemmParams{false, false, 1, 1, {}, impl_});
+    const GemmImpl chosen =
+        gemm_chosen_impl(queue_, a_view(), b_view(), y_view(),
+                         GemmParams{c_.trans_a, c_.trans_b, c_.alpha, c_.beta, c_.epilogue, impl_});
     return chosen == GemmImpl::kVendor ? gemm_vendor_name(queue_)
                                        : std::string(gemm_impl_name(chosen));
   }

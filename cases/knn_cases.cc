@@ -1,7 +1,6 @@
 #include "cases/knn_cases.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -221,6 +220,17 @@ Case make_case(std::function<PointSet()> points, int64_t n, int64_t dims, int64_
 
 }  // namespace
 
+std::vector<KnnShape> knn_bench_shapes() {
+  std::vector<KnnShape> shapes;
+  for (int64_t n : {10'000, 100'000}) {
+    for (int64_t dims : {3, 4, 6}) {
+      for (int64_t k : {16, 64}) shapes.push_back({n, dims, k, 1});
+    }
+  }
+  shapes.push_back({100'000, 4, 16, 10});
+  return shapes;
+}
+
 std::vector<Case> knn_cases() {
   const std::vector<std::string> all = {"auto", "binned", "brute_force"};
   const std::vector<int64_t> grid_events = {0, 1, 15, 16, 17, 0, 2, 37, 300};
@@ -232,16 +242,8 @@ std::vector<Case> knn_cases() {
         return make_points(PointShape::kClustered, 4, {900, 0, 1, 2500, 65}, 97u);
       },
       3466, 4, 2500, 16, false, "knn_clustered/{impl}/{backend}/n:3466/d:4/k:16", all));
-  // {N, D, K, events}: one event of 10k and 100k points, and 100k points as 10 events; brute
-  // force is O(N^2) per event: only the 10k shapes.
-  std::vector<std::array<int64_t, 4>> shapes;
-  for (int64_t n : {10'000, 100'000}) {
-    for (int64_t dims : {3, 4, 6}) {
-      for (int64_t k : {16, 64}) shapes.push_back({n, dims, k, 1});
-    }
-  }
-  shapes.push_back({100'000, 4, 16, 10});
-  for (const auto& [n, dims, k, events] : shapes) {
+  // Brute force is O(N^2) per event: only the 10k shapes.
+  for (const auto& [n, dims, k, events] : knn_bench_shapes()) {
     std::vector<std::string> impls = {"binned"};
     if (n <= 10'000) impls.push_back("brute_force");
     cases.push_back(make_case([n, dims, events] { return uniform_points(n, dims, events); }, n,

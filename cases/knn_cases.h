@@ -39,6 +39,13 @@ void check_knn_float(const PointSet& set, int k, const KnnResult& got, Checker& 
 
 const char* knn_method_name(KnnMethod method);  // "auto", "brute_force", "binned"
 
+// The benchmark shapes: one event of 10k and 100k points, and 100k points as 10 events, uniform
+// in [0, 1)^D (uniform_points).
+struct KnnShape {
+  int64_t n, dims, k, events;
+};
+std::vector<KnnShape> knn_bench_shapes();
+
 std::vector<Case> knn_cases();
 
 }  // namespace kaas::cases
