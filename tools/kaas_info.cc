@@ -40,7 +40,7 @@ void print_backends() {
 
 // Returns the number of failed checks.
 int print_self_check(const std::string& only) {
-  std::printf("\nself-check (every kernel against a host reference)\n");
+  std::printf("\nself-check (the first case of every kernel against its host reference)\n");
   std::printf("%-8s | %-24s | %-6s | %9s | %s\n", "backend", "kernel", "result", "time ms",
               "detail");
   std::printf("---------+--------------------------+--------+-----------+---------------------\n");

@@ -1,5 +1,6 @@
 #pragma once
-// Runs every kernel of kaas once on a backend and compares with a host reference.
+// Runs the first case of every kernel (cases/registry.h) on a backend against its host
+// reference.
 
 #include <string>
 #include <vector>

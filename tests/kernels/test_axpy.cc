@@ -4,8 +4,10 @@
 
 #include <cmath>
 
+#include "cases/axpy_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -29,10 +31,8 @@ TEST_P(AxpyTest, MatchesDoubleReferenceOnEverySizeAndGroupSize) {
         const auto out = dy.read();
         int64_t wrong = 0;
         for (int64_t i = 0; i < n; ++i) {
-          const double expected = double(a) * x[i] + y[i];
-          // one rounding of the product and one of the sum (or a single one with FMA)
-          wrong += !(std::abs(out[i] - expected) <=
-                     2 * kFloatUnitRoundoff * (std::abs(double(a) * x[i]) + std::abs(y[i])));
+          wrong += !(std::abs(out[i] - cases::axpy_expected(a, x[i], y[i])) <=
+                     cases::axpy_tolerance(a, x[i], y[i]));
         }
         EXPECT_EQ(wrong, 0);
       }
@@ -94,6 +94,11 @@ TEST_P(AxpyTest, RejectsBadArgumentsBeforeLaunching) {
         << e.what();
   }
   EXPECT_THROW(axpy(queue, 1.0f, dx.const_view(), d10.view(), {-1, 0}), Error);
+}
+
+// Every case of cases/axpy_cases.cc, with every implementation, against its host reference.
+TEST_P(AxpyTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "axpy");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(AxpyTest);

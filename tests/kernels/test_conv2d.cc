@@ -12,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "cases/conv2d_cases.h"
+#include "cases/softmax_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -21,90 +24,16 @@ namespace {
 
 class Conv2dTest : public ::testing::TestWithParam<const Backend*> {};
 
-struct Case {
-  int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w;
-  bool bias;
-  Conv2dParams params;
-};
+using Case = cases::ConvCase;
+using Data = cases::ConvData;
+using cases::describe;
 
-std::string describe(const Case& c) {
-  const Conv2dParams& p = c.params;
-  return "N=" + std::to_string(c.batch) + " C_in=" + std::to_string(c.in_channels) +
-         " H=" + std::to_string(c.in_h) + " W=" + std::to_string(c.in_w) +
-         " C_out=" + std::to_string(c.out_channels) + " K=" + std::to_string(c.kernel_h) + "x" +
-         std::to_string(c.kernel_w) + " stride=" + std::to_string(p.stride_h) + "," +
-         std::to_string(p.stride_w) + " dilation=" + std::to_string(p.dilation_h) + "," +
-         std::to_string(p.dilation_w) + " pads=" + std::to_string(p.pad_top) + "," +
-         std::to_string(p.pad_left) + "," + std::to_string(p.pad_bottom) + "," +
-         std::to_string(p.pad_right) + " auto_pad=" + std::string(to_string(p.auto_pad)) +
-         " groups=" + std::to_string(p.groups) + " layout=" + std::string(to_string(p.layout)) +
-         " act=" + std::string(to_string(p.epilogue.activation)) +
-         " bias=" + (c.bias ? "yes" : "no") + " impl=" + std::string(to_string(p.impl));
-}
-
-// Offset of logical (n, c, h, w) in a dense tensor of `layout`.
 int64_t offset(Layout layout, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
                int64_t w) {
-  return layout == Layout::kNCHW ? ((n * C + c) * H + h) * W + w : ((n * H + h) * W + w) * C + c;
+  return cases::conv_offset(layout, C, H, W, n, c, h, w);
 }
-
-void input_extents(const Case& c, int64_t (&e)[4]) {
-  if (c.params.layout == Layout::kNCHW) {
-    e[0] = c.batch, e[1] = c.in_channels, e[2] = c.in_h, e[3] = c.in_w;
-  } else {
-    e[0] = c.batch, e[1] = c.in_h, e[2] = c.in_w, e[3] = c.in_channels;
-  }
-}
-
-void output_extents(const Case& c, const Conv2dShape& s, int64_t (&e)[4]) {
-  if (c.params.layout == Layout::kNCHW) {
-    e[0] = s.batch, e[1] = s.out_channels, e[2] = s.out_h, e[3] = s.out_w;
-  } else {
-    e[0] = s.batch, e[1] = s.out_h, e[2] = s.out_w, e[3] = s.out_channels;
-  }
-}
-
 Conv2dShape shape_of(const Case& c) {
-  int64_t in[4];
-  input_extents(c, in);
-  const int64_t w[4] = {c.out_channels, c.in_channels / c.params.groups, c.kernel_h, c.kernel_w};
-  return conv2d_output_shape(c.params, in, w);
-}
-
-struct Data {
-  std::vector<float> x, w, b;
-};
-
-// Pre-activation outputs (output layout) of a direct double-precision convolution, and per
-// output sum |a*b| (+ |bias|) for the tolerance.
-void reference_direct(const Case& c, const Conv2dShape& s, const Data& d, std::vector<double>& y,
-                      std::vector<double>& magnitude) {
-  const Layout L = c.params.layout;
-  const int64_t g = c.params.groups, cin_g = c.in_channels / g, cout_g = c.out_channels / g;
-  y.assign(static_cast<size_t>(s.batch * s.out_channels * s.out_h * s.out_w), 0.0);
-  magnitude.assign(y.size(), 0.0);
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t co = 0; co < s.out_channels; ++co)
-      for (int64_t oh = 0; oh < s.out_h; ++oh)
-        for (int64_t ow = 0; ow < s.out_w; ++ow) {
-          double sum = c.bias ? d.b[co] : 0.0, mag = c.bias ? std::abs(d.b[co]) : 0.0;
-          const int64_t grp = co / cout_g;
-          for (int64_t ci = 0; ci < cin_g; ++ci)
-            for (int64_t kh = 0; kh < c.kernel_h; ++kh)
-              for (int64_t kw = 0; kw < c.kernel_w; ++kw) {
-                const int64_t ih = oh * c.params.stride_h - s.pad_top + kh * c.params.dilation_h;
-                const int64_t iw = ow * c.params.stride_w - s.pad_left + kw * c.params.dilation_w;
-                if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) continue;
-                const double a =
-                    d.x[offset(L, c.in_channels, s.in_h, s.in_w, n, grp * cin_g + ci, ih, iw)];
-                const double b = d.w[((co * cin_g + ci) * c.kernel_h + kh) * c.kernel_w + kw];
-                sum += a * b;
-                mag += std::abs(a * b);
-              }
-          const int64_t o = offset(L, s.out_channels, s.out_h, s.out_w, n, co, oh, ow);
-          y[o] = sum;
-          magnitude[o] = mag;
-        }
+  return cases::conv_shape(c);
 }
 
 // The same convolution as an im2col matrix times the weight matrix, per group, with Eigen.
@@ -144,34 +73,12 @@ std::vector<double> reference_eigen(const Case& c, const Conv2dShape& s, const D
   return y;
 }
 
-double activate(const Epilogue& e, double v) {
-  switch (e.activation) {
-    case Activation::kRelu:
-      return v > 0 ? v : 0;
-    case Activation::kLeakyRelu:
-      return v >= 0 ? v : e.alpha * v;
-    case Activation::kSigmoid:
-      return 1.0 / (1.0 + std::exp(-v));
-    case Activation::kNone:
-      break;
-  }
-  return v;
-}
-
 bool is_cpu_fast(Conv2dImpl impl) {
   return impl == Conv2dImpl::kCpuFast || impl == Conv2dImpl::kCpuFastAvx512;
 }
 
-// The CPU fast paths (both ISAs) that can run `c` on this backend and this CPU.
 std::vector<Conv2dImpl> cpu_fast_impls(const Backend& backend, const Case& c) {
-  std::vector<Conv2dImpl> impls;
-  if ((backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) ||
-      c.params.layout != Layout::kNHWC || c.params.groups != 1) {
-    return impls;
-  }
-  if (conv2d_cpu_fast_isa_available()) impls.push_back(Conv2dImpl::kCpuFast);
-  if (conv2d_cpu_fast_avx512_isa_available()) impls.push_back(Conv2dImpl::kCpuFastAvx512);
-  return impls;
+  return cases::conv_cpu_fast_impls(backend, c);
 }
 
 // The implementations to run `c` with on this backend: the portable kernel always, every CPU
@@ -209,17 +116,16 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
               const std::vector<Conv2dImpl>& only = {}) {
   const Conv2dShape s = shape_of(c);
   std::vector<double> y, magnitude;
-  reference_direct(c, s, d, y, magnitude);
+  cases::conv_reference(c, s, d, y, magnitude);
   const std::vector<double> y_eigen = reference_eigen(c, s, d);
   ASSERT_EQ(y.size(), y_eigen.size());
   for (size_t i = 0; i < y.size(); ++i) {
     ASSERT_NEAR(y[i], y_eigen[i], 1e-9 * (1.0 + magnitude[i])) << "references disagree at " << i;
   }
-  const int64_t kred = c.in_channels / c.params.groups * c.kernel_h * c.kernel_w + 1;
-  int64_t in[4], out[4];
-  input_extents(c, in);
-  output_extents(c, s, out);
-  const int64_t wext[4] = {c.out_channels, c.in_channels / c.params.groups, c.kernel_h, c.kernel_w};
+  int64_t in[4], out[4], wext[4];
+  cases::conv_input_extents(c, in);
+  cases::conv_output_extents(c, s, out);
+  cases::conv_weight_extents(c, wext);
   for (Conv2dImpl impl : only.empty() ? impls_for(queue.backend(), c) : only) {
     for (int group_size : group_sizes) {
       if (is_cpu_fast(impl) && group_size != group_sizes.front()) continue;
@@ -241,12 +147,11 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
              {group_size, 0});
       const std::vector<float> got = dy.read();
       for (size_t i = 0; i < got.size(); ++i) {
-        const double expected = activate(c.params.epilogue, y[i]);
+        const double expected = cases::activation_reference(c.params.epilogue, y[i]);
         if (exact) {
           ASSERT_EQ(got[i], static_cast<float>(expected)) << "output " << i;
         } else {
-          const double tol = reduction_tolerance(kred, magnitude[i]) + 4e-7;
-          ASSERT_NEAR(got[i], expected, tol) << "output " << i;
+          ASSERT_NEAR(got[i], expected, cases::conv_tolerance(c, magnitude[i])) << "output " << i;
         }
       }
     }
@@ -254,15 +159,7 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
 }
 
 Data make_data(const Case& c, uint32_t seed, bool integers) {
-  const size_t nx = static_cast<size_t>(c.batch * c.in_channels * c.in_h * c.in_w);
-  const size_t nw = static_cast<size_t>(c.out_channels * (c.in_channels / c.params.groups) *
-                                        c.kernel_h * c.kernel_w);
-  const size_t nb = c.bias ? static_cast<size_t>(c.out_channels) : 0;
-  if (integers) {
-    return {random_integers<float>(nx, seed, -4, 4), random_integers<float>(nw, seed + 1, -3, 3),
-            random_integers<float>(nb, seed + 2, -8, 8)};
-  }
-  return {random_floats(nx, seed), random_floats(nw, seed + 1), random_floats(nb, seed + 2)};
+  return cases::conv_data(c, seed, integers);
 }
 
 // A random case of the given class; resampled until the output is non-empty.
@@ -670,6 +567,11 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
       "conv2d: bias extent: expected 0 or 8, received 3");
   const auto after = dy.read();
   for (size_t i = 0; i < before.size(); ++i) ASSERT_TRUE(same_bits(before[i], after[i]));
+}
+
+// Every case of cases/conv2d_cases.cc, with every implementation, against its host reference.
+TEST_P(Conv2dTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "conv2d");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(Conv2dTest);

@@ -5,8 +5,11 @@
 #include <Eigen/Dense>
 #include <cmath>
 
+#include "cases/gemm_cases.h"
+#include "cases/softmax_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -16,20 +19,7 @@ using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 
 class GemmTest : public ::testing::TestWithParam<const Backend*> {};
 
-double reference_activation(const Epilogue& e, double x) {
-  switch (e.activation) {
-    case Activation::kRelu:
-      return x > 0 ? x : 0;
-    case Activation::kLeakyRelu:
-      return x >= 0 ? x : e.alpha * x;
-    case Activation::kSigmoid:
-      return 1.0 / (1.0 + std::exp(-x));
-    default:
-      return x;
-  }
-}
-
-enum class CKind { kNone, kFull, kRow, kColumn, kScalar };
+using cases::CKind;
 
 struct Case {
   int64_t m, k, n;
@@ -48,39 +38,49 @@ std::string describe(const Case& c, GemmImpl impl, int group_size) {
          " group_size=" + std::to_string(group_size);
 }
 
-// Runs one case against an Eigen double-precision product; integer inputs demand exact results.
-void check_case(const Queue& queue, const Case& c, GemmImpl impl, int group_size, bool integers) {
-  SCOPED_TRACE(describe(c, impl, group_size) + (integers ? " integers" : ""));
-  const uint32_t seed = static_cast<uint32_t>(c.m * 131 + c.k * 17 + c.n);
-  const auto a_host =
-      integers ? random_integers<float>(c.m * c.k, seed, -4, 4) : random_floats(c.m * c.k, seed);
-  const auto b_host = integers ? random_integers<float>(c.k * c.n, seed + 1, -4, 4)
-                               : random_floats(c.k * c.n, seed + 1);
-  const int64_t c_rows = c.c_kind == CKind::kFull || c.c_kind == CKind::kColumn ? c.m : 1;
-  const int64_t c_cols = c.c_kind == CKind::kFull || c.c_kind == CKind::kRow ? c.n : 1;
-  const int64_t c_size = c.c_kind == CKind::kNone ? 0 : c_rows * c_cols;
-  const auto c_host =
-      integers ? random_integers<float>(c_size, seed + 2, -8, 8) : random_floats(c_size, seed + 2);
-
-  // op(A) = a or a^T as stored
+// The case reference against an independent one: Eigen's double-precision product.
+void expect_eigen_agrees(const cases::GemmCase& c, const cases::GemmInputs& in,
+                         const std::vector<double>& expected) {
   MatrixD op_a(c.m, c.k), op_b(c.k, c.n);
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.k; ++j)
-      op_a(i, j) = c.trans_a ? a_host[j * c.m + i] : a_host[i * c.k + j];
+      op_a(i, j) = c.trans_a ? in.a[j * c.m + i] : in.a[i * c.k + j];
   for (int64_t i = 0; i < c.k; ++i)
     for (int64_t j = 0; j < c.n; ++j)
-      op_b(i, j) = c.trans_b ? b_host[j * c.k + i] : b_host[i * c.n + j];
+      op_b(i, j) = c.trans_b ? in.b[j * c.k + i] : in.b[i * c.n + j];
   const MatrixD product = op_a * op_b;
-  const MatrixD magnitude = op_a.cwiseAbs() * op_b.cwiseAbs();
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double value = c.alpha * product(i, j);
+      if (!in.c.empty()) {
+        value += c.beta * in.c[(in.c_rows == 1 ? 0 : i) * in.c_cols + (in.c_cols == 1 ? 0 : j)];
+      }
+      const double want = cases::activation_reference(c.epilogue, value);
+      ASSERT_NEAR(expected[i * c.n + j], want, 1e-9 * (1 + std::abs(want)))
+          << "references disagree at (" << i << "," << j << ")";
+    }
+  }
+}
 
-  GuardedArray<float> da(queue, a_host), db(queue, b_host), dc(queue, c_host), dy(queue, c.m * c.n);
+// Runs one case against the double-precision reference of cases/gemm_cases.cc; integer inputs
+// demand exact results.
+void check_case(const Queue& queue, const Case& c, GemmImpl impl, int group_size, bool integers) {
+  SCOPED_TRACE(describe(c, impl, group_size) + (integers ? " integers" : ""));
+  const cases::GemmCase g{c.m,        c.k,     c.n,    c.trans_a, c.trans_b, c.c_kind,
+                          c.epilogue, c.alpha, c.beta, integers,  false};
+  const cases::GemmInputs in = cases::gemm_inputs(g);
+  std::vector<double> expected, tolerance;
+  cases::gemm_reference(g, in, expected, tolerance);
+  expect_eigen_agrees(g, in, expected);
+
+  GuardedArray<float> da(queue, in.a), db(queue, in.b), dc(queue, in.c), dy(queue, c.m * c.n);
   auto a_view = c.trans_a ? make_view<2>(static_cast<const float*>(da.view().data), {c.k, c.m})
                           : make_view<2>(static_cast<const float*>(da.view().data), {c.m, c.k});
   auto b_view = c.trans_b ? make_view<2>(static_cast<const float*>(db.view().data), {c.n, c.k})
                           : make_view<2>(static_cast<const float*>(db.view().data), {c.k, c.n});
   View2<const float> c_view;
-  if (c_size > 0)
-    c_view = make_view<2>(static_cast<const float*>(dc.view().data), {c_rows, c_cols});
+  if (!in.c.empty())
+    c_view = make_view<2>(static_cast<const float*>(dc.view().data), {in.c_rows, in.c_cols});
   GemmParams params{c.trans_a, c.trans_b, c.alpha, c.beta, c.epilogue, impl};
   gemm(queue, a_view, b_view, c_view, make_view<2>(dy.view().data, {c.m, c.n}), params,
        {group_size, 0});
@@ -88,21 +88,10 @@ void check_case(const Queue& queue, const Case& c, GemmImpl impl, int group_size
   int64_t wrong = 0;
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
-      double value = c.alpha * product(i, j);
-      double scale = std::abs(c.alpha) * magnitude(i, j);
-      if (c_size > 0) {
-        const double cij = c_host[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
-        value += c.beta * cij;
-        scale += std::abs(c.beta * cij);
-      }
-      const double expected = reference_activation(c.epilogue, value);
-      const double tolerance =
-          integers && c.epilogue.activation != Activation::kSigmoid
-              ? 0.0
-              : reduction_tolerance(c.k + 2, scale) + 4 * kFloatUnitRoundoff * std::abs(expected);
-      if (!(std::abs(y[i * c.n + j] - expected) <= tolerance) && wrong++ < 3) {
-        ADD_FAILURE() << "y(" << i << "," << j << ") = " << y[i * c.n + j] << ", expected "
-                      << expected << " +- " << tolerance;
+      const double want = expected[i * c.n + j], tol = tolerance[i * c.n + j];
+      if (!(std::abs(y[i * c.n + j] - want) <= tol) && wrong++ < 3) {
+        ADD_FAILURE() << "y(" << i << "," << j << ") = " << y[i * c.n + j] << ", expected " << want
+                      << " +- " << tol;
       }
     }
   }
@@ -110,13 +99,7 @@ void check_case(const Queue& queue, const Case& c, GemmImpl impl, int group_size
 }
 
 std::vector<GemmImpl> impls_for(const Queue& queue) {
-  std::vector<GemmImpl> impls = {GemmImpl::kPortable};
-  if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
-  const BackendId id = queue.backend_id();
-  const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
-  if (cpu && gemm_cpu_fast_avx512_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx512);
-  if (cpu && gemm_cpu_fast_avx2_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx2);
-  return impls;
+  return cases::gemm_impls_available(queue);
 }
 
 bool is_cpu_fast(GemmImpl impl) {
@@ -288,6 +271,11 @@ TEST_P(GemmTest, RejectsBadShapesWithClearMessages) {
   const std::vector<int64_t> s1 = {2, 3, 4}, s2 = {3, 4, 5};
   expect_message([&] { matmul(queue, a.view().data, s1, b.view().data, s2, y.view().data); },
                  "matmul: batch dimension 0: expected equal or 1 (A has 2), received 3");
+}
+
+// Every case of cases/gemm_cases.cc, with every implementation, against its host reference.
+TEST_P(GemmTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "gemm");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(GemmTest);

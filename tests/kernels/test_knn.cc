@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cases/knn_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -25,59 +27,11 @@ const char* method_name(KnnMethod method) {
                                             : "auto";
 }
 
-// Points [N, D] row-major, one event after another as given by splits.
-struct PointSet {
-  int64_t dims = 0;
-  std::vector<float> coords;
-  std::vector<int64_t> splits = {0};
-  int64_t size() const { return int64_t(coords.size()) / dims; }
-};
-
-enum class Shape { kIntegerGrid, kDuplicates, kUniform, kClustered };
-
-PointSet make_points(Shape shape, int64_t dims, const std::vector<int64_t>& event_sizes,
-                     uint32_t seed) {
-  std::mt19937 rng(seed);
-  PointSet set;
-  set.dims = dims;
-  for (int64_t n : event_sizes) {
-    std::vector<float> centre(static_cast<size_t>(dims));
-    for (auto& c : centre) c = std::uniform_real_distribution<float>(-5, 5)(rng);
-    for (int64_t p = 0; p < n; ++p) {
-      const int64_t copy_of = int64_t(rng() % 4);  // duplicates: mostly copies of earlier points
-      const bool duplicate = shape == Shape::kDuplicates && p > 0 && copy_of != 0;
-      const size_t source =
-          duplicate ? set.coords.size() - size_t(dims) * size_t(1 + rng() % uint64_t(p)) : 0;
-      for (int64_t d = 0; d < dims; ++d) {
-        float x = 0;
-        switch (shape) {
-          case Shape::kIntegerGrid:  // a coarse grid: many exactly equal distances
-            x = float(std::uniform_int_distribution<int>(0, 5)(rng));
-            break;
-          case Shape::kDuplicates:
-            x = duplicate ? set.coords[source + size_t(d)]
-                          : float(std::uniform_int_distribution<int>(-50, 50)(rng));
-            break;
-          case Shape::kUniform:
-            x = std::uniform_real_distribution<float>(-1, 1)(rng);
-            break;
-          case Shape::kClustered:
-            x = centre[size_t(d)] +
-                std::normal_distribution<float>(0, 0.05f)(rng) * float(1 + (p % 3) * 10);
-            break;
-        }
-        set.coords.push_back(x);
-      }
-    }
-    set.splits.push_back(set.splits.back() + n);
-  }
-  return set;
-}
-
-struct KnnResult {
-  std::vector<int32_t> indices;
-  std::vector<float> distances;
-};
+using cases::KnnResult;
+using cases::make_points;
+using cases::PointSet;
+using cases::reference_knn;
+using Shape = cases::PointShape;
 
 KnnResult run_knn(const Queue& queue, const PointSet& set, int k, KnnMethod method,
                   LaunchConfig config = {}) {
@@ -90,36 +44,6 @@ KnnResult run_knn(const Queue& queue, const PointSet& set, int k, KnnMethod meth
       make_view<2>(indices.view().data, {n, int64_t(k)}),
       make_view<2>(distances.view().data, {n, int64_t(k)}), method, config);
   return {indices.read(), distances.read()};
-}
-
-// The contract of knn.h on the host, distances summed in float in the same order: self first,
-// then (distance, index), then -1 / +inf. Exact for integer-valued coordinates.
-KnnResult reference_knn(const PointSet& set, int k) {
-  const int64_t n = set.size(), dims = set.dims;
-  KnnResult ref{std::vector<int32_t>(size_t(n * k), -1),
-                std::vector<float>(size_t(n * k), std::numeric_limits<float>::infinity())};
-  for (size_t e = 0; e + 1 < set.splits.size(); ++e) {
-    for (int64_t q = set.splits[e]; q < set.splits[e + 1]; ++q) {
-      std::vector<std::pair<float, int32_t>> others;
-      for (int64_t j = set.splits[e]; j < set.splits[e + 1]; ++j) {
-        if (j == q) continue;
-        float sum = 0;
-        for (int64_t d = 0; d < dims; ++d) {
-          const float t = set.coords[size_t(j * dims + d)] - set.coords[size_t(q * dims + d)];
-          sum += t * t;
-        }
-        others.emplace_back(sum, int32_t(j));
-      }
-      std::sort(others.begin(), others.end());
-      ref.indices[size_t(q * k)] = int32_t(q);
-      ref.distances[size_t(q * k)] = 0;
-      for (size_t s = 0; s + 1 < size_t(k) && s < others.size(); ++s) {
-        ref.distances[size_t(q * k) + 1 + s] = others[s].first;
-        ref.indices[size_t(q * k) + 1 + s] = others[s].second;
-      }
-    }
-  }
-  return ref;
 }
 
 // Emulated-GPU hand-overs of one call: about three per query on the brute-force path (two
@@ -226,35 +150,9 @@ TEST_P(KnnTest, FloatPointsMatchDoubleReference) {
         const KnnResult brute = run_knn(queue, set, k, KnnMethod::kBruteForce, config);
         const KnnResult binned = run_knn(queue, set, k, KnnMethod::kBinned, config);
         expect_same(binned, brute, "binned vs brute force");
-        int64_t wrong = 0;
-        for (size_t e = 0; e + 1 < set.splits.size(); ++e) {
-          for (int64_t q = set.splits[e]; q < set.splits[e + 1]; ++q) {
-            std::vector<double> all;
-            for (int64_t j = set.splits[e]; j < set.splits[e + 1]; ++j) {
-              double sum = 0;
-              for (int64_t d = 0; d < dims; ++d) {
-                const double t = double(set.coords[size_t(j * dims + d)]) -
-                                 double(set.coords[size_t(q * dims + d)]);
-                sum += t * t;
-              }
-              if (j != q) all.push_back(sum);
-            }
-            std::sort(all.begin(), all.end());
-            for (int s = 1; s < k; ++s) {
-              const size_t slot = size_t(q * k + s);
-              const int32_t j = brute.indices[slot];
-              if (size_t(s - 1) >= all.size()) {
-                wrong += j != -1 || !std::isinf(brute.distances[slot]);
-                continue;
-              }
-              const double want = all[size_t(s - 1)];
-              const double tol = 8 * double(dims) * kFloatUnitRoundoff * (want + 1e-30);
-              wrong += j < set.splits[e] || j >= set.splits[e + 1] || j == q ||
-                       std::abs(brute.distances[slot] - want) > tol;
-            }
-          }
-        }
-        EXPECT_EQ(wrong, 0);
+        cases::Checker checker;
+        cases::check_knn_float(set, k, brute, checker);
+        EXPECT_EQ(checker.result().wrong, 0) << checker.result().first_wrong;
       }
     }
   }
@@ -358,6 +256,11 @@ TEST_P(KnnTest, RejectsBadArguments) {
   EXPECT_EQ(knn_error(queue, bad, 3, {0, 4}, 2, KnnMethod::kBinned),
             "knn: points(1, 0): expected a finite coordinate, received inf");
   EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2), "");
+}
+
+// Every case of cases/knn_cases.cc, with every method, against its host reference.
+TEST_P(KnnTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "knn");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(KnnTest);

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "cases/patches_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -14,22 +16,7 @@ namespace {
 
 class PatchesTest : public ::testing::TestWithParam<const Backend*> {};
 
-// Plain host reference with the same float operations as the kernels (documented in patches.h).
-std::vector<float> host_downsample(const std::vector<float>& image, int64_t wires, int64_t ticks,
-                                   const PatchParams& p) {
-  const int64_t bins = ticks / p.drift_window;
-  const float out_range = p.out_max - p.out_min, adc_range = p.adc_max - p.adc_min;
-  std::vector<float> down(wires * bins);
-  for (int64_t w = 0; w < wires; ++w) {
-    for (int64_t b = 0; b < bins; ++b) {
-      float sum = 0.0f;
-      for (int t = 0; t < p.drift_window; ++t) sum += image[w * ticks + b * p.drift_window + t];
-      const float clamped = std::min(std::max(sum / float(p.drift_window), p.adc_min), p.adc_max);
-      down[w * bins + b] = (clamped - p.adc_min) * out_range / adc_range + p.out_min;
-    }
-  }
-  return down;
-}
+using cases::host_downsample;
 
 struct Extracted {
   std::vector<float> down, patches;
@@ -242,6 +229,11 @@ TEST_P(PatchesTest, ClusterAggregation) {
     EXPECT_STREQ(e.what(),
                  "aggregate_clusters: cluster_hits[5]: expected a hit index in [0, 4), received 9");
   }
+}
+
+// Every case of cases/patches_cases.cc against its host reference.
+TEST_P(PatchesTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "patches");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(PatchesTest);

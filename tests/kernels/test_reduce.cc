@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cases/reduce_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -53,9 +55,8 @@ TEST_P(ReduceTest, RowsMatchDoubleReference) {
             const float expected = s.cols == 0 ? -INFINITY : *std::max_element(row, row + s.cols);
             ASSERT_EQ(out[r], expected) << "row " << r;
           } else {
-            double sum = 0, magnitude = 0;
-            for (int64_t c = 0; c < s.cols; ++c) sum += row[c], magnitude += std::abs(row[c]);
-            ASSERT_NEAR(out[r], sum, reduction_tolerance(s.cols, magnitude)) << "row " << r;
+            const cases::Reduced want = cases::reduce_reference(op, row, s.cols);
+            ASSERT_NEAR(out[r], want.value, want.tolerance) << "row " << r;
           }
         }
       }
@@ -78,9 +79,8 @@ TEST_P(ReduceTest, AllMatchesDoubleReference) {
         if (op == ReduceOp::kMax) {
           ASSERT_EQ(got, n == 0 ? -INFINITY : *std::max_element(x.begin(), x.end()));
         } else {
-          double sum = 0, magnitude = 0;
-          for (float v : x) sum += v, magnitude += std::abs(v);
-          ASSERT_NEAR(got, sum, reduction_tolerance(n, magnitude));
+          const cases::Reduced want = cases::reduce_reference(op, x.data(), n);
+          ASSERT_NEAR(got, want.value, want.tolerance);
         }
       }
     }
@@ -133,6 +133,11 @@ TEST_P(ReduceTest, ExplicitWorkspaceAndErrors) {
     EXPECT_STREQ(e.what(), "reduce_rows: out extent (rows of x): expected 4, received 3");
   }
   EXPECT_THROW(reduce_all(queue, static_cast<ReduceOp>(7), dx.const_view(), dout.view()), Error);
+}
+
+// Every case of cases/reduce_cases.cc, with every implementation, against its host reference.
+TEST_P(ReduceTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "reduce");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(ReduceTest);

@@ -4,8 +4,10 @@
 
 #include <cmath>
 
+#include "cases/scan_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -27,8 +29,7 @@ template <class T>
 void check_integer_scan(const Queue& queue, int64_t n, int group_size, bool in_place) {
   SCOPED_TRACE("n=" + std::to_string(n) + " group_size=" + std::to_string(group_size) +
                (in_place ? " in place" : ""));
-  const auto x =
-      random_integers<T>(static_cast<size_t>(n), 31u + static_cast<uint32_t>(n), 0, 1000);
+  const auto x = cases::scan_inputs<T>(n);
   GuardedArray<T> dx(queue, x), dy(queue, static_cast<size_t>(n));
   if (in_place) {
     exclusive_scan<T>(queue, dx.const_view(), dx.view(), {group_size, 0});
@@ -74,7 +75,7 @@ TEST_P(ScanTest, FloatMatchesDoubleReference) {
     for (int group_size : {7, 32, 256}) {
       if (!affordable(queue.backend(), scan_handoffs(n, group_size, 4))) continue;
       SCOPED_TRACE("n=" + std::to_string(n) + " group_size=" + std::to_string(group_size));
-      const auto x = random_floats(static_cast<size_t>(n), 41u + static_cast<uint32_t>(n));
+      const auto x = cases::scan_inputs<float>(n);
       GuardedArray<float> dx(queue, x), dy(queue, static_cast<size_t>(n));
       exclusive_scan<float>(queue, dx.const_view(), dy.view(), {group_size, 0});
       const auto out = dy.read();
@@ -113,6 +114,11 @@ TEST_P(ScanTest, RejectsBadArguments) {
                  "a partial overlap");
   }
   EXPECT_EQ(a.read(), std::vector<int32_t>(100, 1));
+}
+
+// Every case of cases/scan_cases.cc, with every implementation, against its host reference.
+TEST_P(ScanTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "scan");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(ScanTest);

@@ -4,8 +4,10 @@
 
 #include <cmath>
 
+#include "cases/softmax_cases.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -35,24 +37,14 @@ TEST_P(SoftmaxTest, MatchesDoubleReferenceAlongAnyAxis) {
             make_view<3>(static_cast<const float*>(dx.view().data), {s.outer, s.length, s.inner}),
             make_view<3>(dy.view().data, {s.outer, s.length, s.inner}));
         const auto y = dy.read();
+        std::vector<double> expected(s.length), tolerance(s.length);
         for (int64_t o = 0; o < s.outer; ++o) {
           for (int64_t i = 0; i < s.inner; ++i) {
             auto at = [&](int64_t l) { return (o * s.length + l) * s.inner + i; };
-            double max = -INFINITY, sum = 0;
-            for (int64_t l = 0; l < s.length; ++l) max = std::max(max, double(x[at(l)]));
-            for (int64_t l = 0; l < s.length; ++l) sum += std::exp(double(x[at(l)]) - max);
+            cases::softmax_reference(kind, x.data() + at(0), s.length, s.inner, expected.data(),
+                                     tolerance.data());
             for (int64_t l = 0; l < s.length; ++l) {
-              const double shifted = double(x[at(l)]) - max;
-              // the float input rounding of x - max is exact; exp/log and the sum add ~L ulp
-              const double bound =
-                  8 * kFloatUnitRoundoff * (std::sqrt(double(s.length)) + std::abs(shifted) + 2);
-              if (kind == SoftmaxKind::kSoftmax) {
-                const double expected = std::exp(shifted) / sum;
-                ASSERT_NEAR(y[at(l)], expected, bound * expected + 1e-30) << "l=" << l;
-              } else {
-                const double expected = shifted - std::log(sum);
-                ASSERT_NEAR(y[at(l)], expected, bound * (1 + std::abs(expected))) << "l=" << l;
-              }
+              ASSERT_NEAR(y[at(l)], expected[l], tolerance[l]) << "l=" << l;
             }
           }
         }
@@ -93,14 +85,16 @@ TEST_P(SoftmaxTest, ActivationsMatchDoubleReference) {
     activate(queue, e, dx.const_view(), dy.view());
     const auto y = dy.read();
     for (size_t i = 0; i < x.size(); ++i) {
-      double expected = x[i];
-      if (e.activation == Activation::kRelu) expected = std::max(0.0, expected);
-      if (e.activation == Activation::kLeakyRelu && expected < 0) expected *= double(e.alpha);
-      if (e.activation == Activation::kSigmoid) expected = 1.0 / (1.0 + std::exp(-expected));
-      ASSERT_NEAR(y[i], expected, 4 * kFloatUnitRoundoff * std::abs(expected) + 1e-38)
+      const double expected = cases::activation_reference(e, x[i]);
+      ASSERT_NEAR(y[i], expected, cases::activation_tolerance(expected))
           << to_string(e.activation) << " at x=" << x[i];
     }
   }
+}
+
+// Every case of cases/softmax_cases.cc, with every implementation, against its host reference.
+TEST_P(SoftmaxTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "softmax");
 }
 
 KAAS_INSTANTIATE_FOR_BACKENDS(SoftmaxTest);

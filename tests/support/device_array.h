@@ -5,33 +5,18 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <vector>
 
+#include "cases/guarded.h"
 #include "kaas/backends/buffer.h"
 
 namespace kaas::testing {
 
-template <class T>
-T poison_value() {
-  if constexpr (std::is_same_v<T, float>) {
-    return std::bit_cast<float>(0x7fa5a5a5u);  // a quiet NaN with a recognisable payload
-  } else if constexpr (std::is_same_v<T, double>) {
-    return std::bit_cast<double>(0x7ff4a5a5a5a5a5a5ull);
-  } else {
-    T value;
-    std::memset(&value, 0xA5, sizeof value);
-    return value;
-  }
-}
-
-template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
+using cases::poison_value;
+using cases::same_bits;
 
 template <class T>
 class GuardedArray {

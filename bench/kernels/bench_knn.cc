@@ -1,9 +1,8 @@
-// Exact kNN (kernels/knn.h) per CPU backend and method, against two KD-tree peers in the same
-// run: nanoflann (built and queried here, queries spread over the OpenMP threads) and
-// scikit-learn (bench/peers/sklearn_knn.py, run once per shape through popen, its own repeats
-// reported as manual times). Points are uniform in [0, 1)^D, all points are queries, each
-// iteration is the whole call (validation, grid build, search). Arguments: N, D, K, events.
-// The emulated GPU is a test device and is not benchmarked.
+// Exact kNN (kernels/knn.h): the cases of cases/knn_cases.cc per backend and method, against two
+// KD-tree peers in the same run: nanoflann (built and queried here, queries spread over the OpenMP
+// threads) and scikit-learn (bench/peers/sklearn_knn.py, run once per shape through popen, its own
+// repeats reported as manual times). Points are uniform in [0, 1)^D, all points are queries, each
+// iteration is the whole call (validation, grid build, search). Peer arguments: N, D, K, events.
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -18,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernels/case_bench.h"
 #include "bench/registry.h"
-#include "kaas/backends/buffer.h"
-#include "kaas/kernels/knn.h"
+#include "cases/knn_cases.h"
 
 #ifndef KAAS_BENCH_PEERS_DIR
 #define KAAS_BENCH_PEERS_DIR "bench/peers"
@@ -39,45 +38,13 @@ Shape shape_of(const benchmark::State& state) {
   return {state.range(0), state.range(1), int(state.range(2)), state.range(3)};
 }
 
-std::vector<float> uniform_points(const Shape& s) {
-  std::mt19937 rng(12345u + uint32_t(s.n + s.dims));
-  std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> points(size_t(s.n * s.dims));
-  for (auto& x : points) x = dist(rng);
-  return points;
-}
-
-// Equal events; the same split in the sklearn peer.
-std::vector<int64_t> equal_splits(const Shape& s) {
-  std::vector<int64_t> splits;
-  for (int64_t e = 0; e <= s.events; ++e) splits.push_back(s.n * e / s.events);
-  return splits;
+cases::PointSet points_of(const Shape& s) {
+  return cases::uniform_points(s.n, s.dims, s.events);
 }
 
 void set_queries_per_second(benchmark::State& state, int64_t n) {
   state.counters["queries/s"] =
       benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate);
-}
-
-void knn_kaas(benchmark::State& state, const Backend* backend, KnnMethod method) {
-  const Shape s = shape_of(state);
-  Queue queue(*backend);
-  const auto host_points = uniform_points(s);
-  const auto host_splits = equal_splits(s);
-  auto points = make_device_buffer<float>(queue, host_points.size());
-  auto splits = make_device_buffer<int64_t>(queue, host_splits.size());
-  auto indices = make_device_buffer<int32_t>(queue, size_t(s.n * s.k));
-  auto distances = make_device_buffer<float>(queue, size_t(s.n * s.k));
-  copy_to_device(queue, std::span<const float>(host_points), points);
-  copy_to_device(queue, std::span<const int64_t>(host_splits), splits);
-  for (auto _ : state) {
-    knn(queue, make_view<2>(static_cast<const float*>(points.data()), {s.n, s.dims}),
-        View1<const int64_t>(splits.view()), s.k, make_view<2>(indices.data(), {s.n, int64_t(s.k)}),
-        make_view<2>(distances.data(), {s.n, int64_t(s.k)}), method);
-    queue.wait();
-  }
-  set_queries_per_second(state, s.n);
-  if (backend->id() == BackendId::kOpenmp) state.counters["threads"] = omp_get_max_threads();
 }
 
 // nanoflann's dataset adaptor over one event of the row-major points.
@@ -96,8 +63,9 @@ using KdTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<
 
 void knn_nanoflann(benchmark::State& state) {
   const Shape s = shape_of(state);
-  const auto points = uniform_points(s);
-  const auto splits = equal_splits(s);
+  const cases::PointSet set = points_of(s);
+  const auto& points = set.coords;
+  const auto& splits = set.splits;
   std::vector<uint32_t> indices(size_t(s.n * s.k));
   std::vector<float> distances(size_t(s.n * s.k));
   for (auto _ : state) {
@@ -121,7 +89,7 @@ void knn_nanoflann(benchmark::State& state) {
 // timings as manual iteration times; skips when python or sklearn is missing.
 void knn_sklearn(benchmark::State& state) {
   const Shape s = shape_of(state);
-  const auto points = uniform_points(s);
+  const auto points = points_of(s).coords;
   // mkstemp fills in the XXXXXX of the template with a unique name.
   char path[] = "/tmp/kaas_knn_bench_XXXXXX";
   const int fd = mkstemp(path);
@@ -158,44 +126,18 @@ void knn_sklearn(benchmark::State& state) {
 }
 
 void register_knn() {
-  // {N, D, K, events}: one event of 10k and 100k points, and 100k points as 10 events.
-  std::vector<std::vector<int64_t>> shapes;
-  for (int64_t n : {10'000, 100'000}) {
-    for (int64_t dims : {3, 4, 6}) {
-      for (int64_t k : {16, 64}) shapes.push_back({n, dims, k, 1});
-    }
-  }
-  shapes.push_back({100'000, 4, 16, 10});
-  auto with_shapes = [&](benchmark::internal::Benchmark* b, bool small_only) {
-    for (const auto& s : shapes) {
-      if (!small_only || s[0] <= 10'000) b->Args(s);
-    }
+  register_kernel_cases("knn");
+  auto with_shapes = [](benchmark::internal::Benchmark* b) {
+    for (const cases::KnnShape& s : cases::knn_bench_shapes())
+      b->Args({s.n, s.dims, s.k, s.events});
     b->ArgNames({"n", "d", "k", "events"})->Unit(benchmark::kMillisecond);
   };
-  for (const Backend* backend : compiled_backends()) {
-    if (!backend->available() || backend->id() == BackendId::kGpuEmu ||
-        (backend->id() != BackendId::kSerial && backend->id() != BackendId::kOpenmp)) {
-      continue;
-    }
-    const std::string name(backend->name());
-    with_shapes(benchmark::RegisterBenchmark(("knn/binned/" + name).c_str(), knn_kaas, backend,
-                                             KnnMethod::kBinned)
-                    ->UseRealTime(),
-                false);
-    // Brute force is O(N^2) per event: only the 10k shapes.
-    with_shapes(benchmark::RegisterBenchmark(("knn/brute_force/" + name).c_str(), knn_kaas, backend,
-                                             KnnMethod::kBruteForce)
-                    ->UseRealTime(),
-                true);
-  }
   with_shapes(
-      benchmark::RegisterBenchmark("knn/peer_nanoflann_kdtree_omp", knn_nanoflann)->UseRealTime(),
-      false);
+      benchmark::RegisterBenchmark("knn/peer_nanoflann_kdtree_omp", knn_nanoflann)->UseRealTime());
   // One python process per shape: its repeats are the iterations.
   with_shapes(benchmark::RegisterBenchmark("knn/peer_sklearn_kdtree", knn_sklearn)
                   ->UseManualTime()
-                  ->Iterations(3),
-              false);
+                  ->Iterations(3));
 }
 
 KAAS_BENCHMARKS(register_knn);

@@ -1,0 +1,39 @@
+#include "tests/support/kernel_cases.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "cases/registry.h"
+
+namespace kaas::testing {
+
+void expect_cases_pass(const Backend& backend, std::string_view kernel) {
+  const auto list = cases::cases_of(kernel);
+  ASSERT_FALSE(list.empty()) << kernel << " has no case";
+  const bool emulator = backend.id() == BackendId::kGpuEmu;
+  const double budget = emulator ? kEmulatorCaseReferenceBudget : kCaseReferenceBudget;
+  Queue queue(backend);
+  int64_t skipped = 0;
+  for (const cases::Case& c : list) {
+    const bool first = &c == &list.front();
+    if (!first && (c.reference_ops > budget || (emulator && c.bytes > kEmulatorCaseBytesBudget))) {
+      ++skipped;
+      continue;
+    }
+    for (const std::string& impl : c.impls(backend)) {
+      const std::string name = cases::bench_name(c, backend.name(), impl);
+      cases::RunOptions options;
+      options.impl = impl;
+      const cases::Check check = cases::run_and_check(queue, c, options);
+      EXPECT_TRUE(check.passed()) << name << ": " << check.detail();
+      EXPECT_GT(check.checked, 0) << name << ": nothing compared";
+    }
+  }
+  if (skipped > 0) {
+    std::printf("[ budget   ] %lld %s cases over the budget not checked here\n", (long long)skipped,
+                std::string(kernel).c_str());
+  }
+}
+
+}  // namespace kaas::testing
