@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kaas/backends/backend.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
+#include "kaas/common/error.h"
 
 namespace kaas {
 

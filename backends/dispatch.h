@@ -13,9 +13,9 @@
 #include <string>
 
 #include "kaas/backends/backend_list.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
 #include "kaas/build_config.h"
+#include "kaas/common/error.h"
 
 #define KAAS_DECLARE_LAUNCHER_IN(ns, id, macro, preference, ret, name, params) \
   KAAS_IF_COMPILED(                                                            \

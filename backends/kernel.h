@@ -21,10 +21,10 @@
 //  - No #ifdef on the backend in a kernel.
 
 #include "kaas/backends/config.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/math.h"
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
+#include "kaas/common/error.h"
 
 #include KAAS_BACKEND_LAUNCH_HEADER
 

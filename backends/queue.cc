@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas {
 

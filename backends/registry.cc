@@ -3,8 +3,8 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/backends/backend_list.h"
-#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
+#include "kaas/common/error.h"
 
 namespace kaas {
 

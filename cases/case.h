@@ -66,7 +66,7 @@ class Checker {
 };
 
 // How a case runs: the launch configuration and the implementation, by the kernel's own name
-// ("auto", "portable", "cpu_fast", "binned", ...).
+// ("auto", "portable", "avx2", "binned", ...).
 struct RunOptions {
   LaunchConfig config{};
   std::string impl = "auto";

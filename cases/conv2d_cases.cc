@@ -5,7 +5,7 @@
 #include "cases/guarded.h"
 #include "cases/reference.h"
 #include "cases/softmax_cases.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::cases {
 
@@ -104,20 +104,20 @@ double conv_tolerance(const ConvCase& c, double magnitude) {
   return reduction_tolerance(kred, magnitude) + 4e-7;  // + the activation's own rounding
 }
 
-std::vector<Conv2dImpl> conv_cpu_fast_impls(const Backend& backend, const ConvCase& c) {
+std::vector<Conv2dImpl> conv_simd_impls(const Backend& backend, const ConvCase& c) {
   std::vector<Conv2dImpl> impls;
   if ((backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) ||
       c.params.layout != Layout::kNHWC || c.params.groups != 1) {
     return impls;
   }
-  if (conv2d_cpu_fast_isa_available()) impls.push_back(Conv2dImpl::kCpuFast);
-  if (conv2d_cpu_fast_avx512_isa_available()) impls.push_back(Conv2dImpl::kCpuFastAvx512);
+  if (conv2d_avx2_available()) impls.push_back(Conv2dImpl::kAvx2);
+  if (conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
   return impls;
 }
 
 Conv2dImpl conv_impl_from_name(std::string_view name) {
-  for (Conv2dImpl impl : {Conv2dImpl::kAuto, Conv2dImpl::kPortable, Conv2dImpl::kCpuFast,
-                          Conv2dImpl::kCpuFastAvx512}) {
+  for (Conv2dImpl impl :
+       {Conv2dImpl::kAuto, Conv2dImpl::kPortable, Conv2dImpl::kAvx2, Conv2dImpl::kAvx512}) {
     if (to_string(impl) == name) return impl;
   }
   throw Error(ErrorCode::kInvalidArgument,
@@ -215,7 +215,7 @@ Case make_case(const ConvCase& c, bool integers, std::string name) {
   k.items_name = "patches_per_s";
   k.impls = [c](const Backend& backend) {
     std::vector<std::string> names = {"auto", "portable"};
-    for (Conv2dImpl impl : conv_cpu_fast_impls(backend, c)) names.emplace_back(to_string(impl));
+    for (Conv2dImpl impl : conv_simd_impls(backend, c)) names.emplace_back(to_string(impl));
     return names;
   };
   k.prepare = [c, integers](const Queue& queue, const RunOptions& options) {

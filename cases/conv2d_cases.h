@@ -37,7 +37,7 @@ void conv_reference(const ConvCase& c, const Conv2dShape& s, const ConvData& d,
 double conv_tolerance(const ConvCase& c, double magnitude);
 
 // The CPU fast paths (both ISAs) that can run `c` on this backend and this CPU.
-std::vector<Conv2dImpl> conv_cpu_fast_impls(const Backend& backend, const ConvCase& c);
+std::vector<Conv2dImpl> conv_simd_impls(const Backend& backend, const ConvCase& c);
 Conv2dImpl conv_impl_from_name(std::string_view name);  // throws kInvalidArgument
 
 // The EmTrkMichelId first layer (5x5, 1 -> 48 channels, VALID, 48x48 NHWC patches, ReLU) and

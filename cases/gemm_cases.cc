@@ -5,7 +5,7 @@
 #include "cases/guarded.h"
 #include "cases/reference.h"
 #include "cases/softmax_cases.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::cases {
 
@@ -70,22 +70,22 @@ std::string_view gemm_impl_name(GemmImpl impl) {
       return "portable";
     case GemmImpl::kVendor:
       return "vendor";
-    case GemmImpl::kCpuFastAvx512:
-      return "cpu_fast_avx512";
-    case GemmImpl::kCpuFastAvx2:
-      return "cpu_fast_avx2";
+    case GemmImpl::kAvx512:
+      return "avx512";
+    case GemmImpl::kAvx2:
+      return "avx2";
   }
   return "unknown";
 }
 
 GemmImpl gemm_impl_from_name(std::string_view name) {
-  for (GemmImpl impl : {GemmImpl::kAuto, GemmImpl::kPortable, GemmImpl::kVendor,
-                        GemmImpl::kCpuFastAvx512, GemmImpl::kCpuFastAvx2}) {
+  for (GemmImpl impl : {GemmImpl::kAuto, GemmImpl::kPortable, GemmImpl::kVendor, GemmImpl::kAvx512,
+                        GemmImpl::kAvx2}) {
     if (gemm_impl_name(impl) == name) return impl;
   }
   throw Error(ErrorCode::kInvalidArgument,
-              "gemm case: impl: expected auto, portable, vendor, cpu_fast_avx512 or "
-              "cpu_fast_avx2, received " +
+              "gemm case: impl: expected auto, portable, vendor, avx512 or "
+              "avx2, received " +
                   std::string(name));
 }
 
@@ -94,14 +94,14 @@ std::vector<GemmImpl> gemm_impls_available(const Queue& queue) {
   if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
   const BackendId id = queue.backend_id();
   const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
-  if (cpu && gemm_cpu_fast_avx512_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx512);
-  if (cpu && gemm_cpu_fast_avx2_isa_available()) impls.push_back(GemmImpl::kCpuFastAvx2);
+  if (cpu && gemm_avx512_available()) impls.push_back(GemmImpl::kAvx512);
+  if (cpu && gemm_avx2_available()) impls.push_back(GemmImpl::kAvx2);
   return impls;
 }
 
 bool gemm_impl_applies(GemmImpl impl, const GemmCase& c) {
-  if (impl != GemmImpl::kCpuFastAvx512 && impl != GemmImpl::kCpuFastAvx2) return true;
-  const int64_t lanes = impl == GemmImpl::kCpuFastAvx512 ? 16 : 8;
+  if (impl != GemmImpl::kAvx512 && impl != GemmImpl::kAvx2) return true;
+  const int64_t lanes = impl == GemmImpl::kAvx512 ? 16 : 8;
   return !c.trans_a && !c.trans_b && c.n % lanes == 0;
 }
 

@@ -8,7 +8,7 @@
 
 #include "cases/guarded.h"
 #include "cases/reference.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::cases {
 

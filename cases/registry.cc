@@ -12,7 +12,7 @@
 #include "cases/reduce_cases.h"
 #include "cases/scan_cases.h"
 #include "cases/softmax_cases.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::cases {
 

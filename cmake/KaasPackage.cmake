@@ -2,8 +2,9 @@
 # include/kaas/, and a relocatable CMake package (kaasConfig.cmake, namespaced targets) plus a
 # pkg-config file. Binaries and the Triton backend install from their own directories.
 #
-#   kaas::kernels  libkaas_kernels.so  backends + kernels (CPU, gpu_emu, CUDA/HIP objects when
-#                                      built); OpenMP, OpenBLAS, CUDA/HIP runtimes are private
+#   kaas::kernels  libkaas_kernels.so  common (errors) + backends + kernels (CPU, gpu_emu,
+#                                      CUDA/HIP objects when built); OpenMP, OpenBLAS, CUDA/HIP
+#                                      runtimes are private
 #   kaas::models   libkaas_models.so   models, ONNX import, model-repository entries; ONNX and
 #                                      protobuf are private
 #   kaas::client   libkaas_client.so   kaas::client (direct and remote); gRPC is private
@@ -61,7 +62,7 @@ if(KAAS_HAVE_HIP)
   list(APPEND _kaas_kernels_private hip::host)
 endif()
 
-kaas_shared_layer(kaas_kernels_shared NAME kernels LAYERS kaas_backends kaas_kernels
+kaas_shared_layer(kaas_kernels_shared NAME kernels LAYERS kaas_common kaas_backends kaas_kernels
                   PUBLIC Threads::Threads PRIVATE ${_kaas_kernels_private})
 kaas_shared_layer(kaas_models_shared NAME models
                   LAYERS kaas_models kaas_repository kaas_model_config_proto
@@ -73,7 +74,7 @@ kaas_shared_layer(kaas_client_shared NAME client
 # Public headers: what a consumer includes, and what those include. Everything else (kernel
 # bodies and the backend runtimes behind them, ONNX graph internals, the server) stays inside.
 set(KAAS_PUBLIC_HEADERS
-  backends/backend.h backends/backend_list.h backends/buffer.h backends/dispatch.h backends/error.h
+  backends/backend.h backends/backend_list.h backends/buffer.h backends/dispatch.h common/error.h
   backends/launch_config.h backends/math.h backends/portability.h backends/queue.h
   backends/view.h
   kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/elementwise.h kernels/gemm.h

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 

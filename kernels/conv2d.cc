@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/cpu/conv2d_simd.h"
 #include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
@@ -58,9 +58,8 @@ void check_params(const Conv2dParams& p) {
           kKernel, "auto_pad", "kNotSet, kValid, kSameUpper or kSameLower",
           str(static_cast<int>(p.auto_pad)));
   require(p.impl == Conv2dImpl::kAuto || p.impl == Conv2dImpl::kPortable ||
-              p.impl == Conv2dImpl::kCpuFast || p.impl == Conv2dImpl::kCpuFastAvx512,
-          kKernel, "impl", "kAuto, kPortable, kCpuFast or kCpuFastAvx512",
-          str(static_cast<int>(p.impl)));
+              p.impl == Conv2dImpl::kAvx2 || p.impl == Conv2dImpl::kAvx512,
+          kKernel, "impl", "kAuto, kPortable, kAvx2 or kAvx512", str(static_cast<int>(p.impl)));
   const Activation act = p.epilogue.activation;
   require(act == Activation::kNone || act == Activation::kRelu || act == Activation::kLeakyRelu ||
               act == Activation::kSigmoid,
@@ -106,8 +105,8 @@ View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
 }
 
 // Whether a CPU fast path (either ISA) can run these arguments; the ISA is checked by the caller.
-bool cpu_fast_applies(const Queue& queue, const View<const float, 4>& input,
-                      const View<float, 4>& output, const Conv2dParams& params) {
+bool simd_applies(const Queue& queue, const View<const float, 4>& input,
+                  const View<float, 4>& output, const Conv2dParams& params) {
   const BackendId id = queue.backend_id();
   return (id == BackendId::kSerial || id == BackendId::kOpenmp) && params.layout == Layout::kNHWC &&
          params.groups == 1 && (input.extent[3] <= 1 || input.stride[3] == 1) &&
@@ -138,49 +137,49 @@ Conv2dShape check_all(const View<const float, 4>& input, const View<const float,
 Conv2dImpl select(const Queue& queue, const View<const float, 4>& input,
                   const View<float, 4>& output, const Conv2dParams& params,
                   const Conv2dShape& shape) {
-  const bool applies = cpu_fast_applies(queue, input, output, params);
-  const bool avx2 = applies && conv2d_cpu_fast_isa_available();
-  const bool avx512 = applies && conv2d_cpu_fast_avx512_isa_available();
+  const bool applies = simd_applies(queue, input, output, params);
+  const bool avx2 = applies && conv2d_avx2_available();
+  const bool avx512 = applies && conv2d_avx512_available();
   switch (params.impl) {
     case Conv2dImpl::kPortable:
       return Conv2dImpl::kPortable;
-    case Conv2dImpl::kCpuFast:
+    case Conv2dImpl::kAvx2:
       require(avx2, kKernel, "impl",
-              "kAuto or kPortable here (kCpuFast needs the serial or openmp backend, an AVX2+FMA "
+              "kAuto or kPortable here (kAvx2 needs the serial or openmp backend, an AVX2+FMA "
               "CPU, NHWC, groups == 1 and channel-contiguous input and output)",
-              "kCpuFast");
-      return Conv2dImpl::kCpuFast;
-    case Conv2dImpl::kCpuFastAvx512:
+              "kAvx2");
+      return Conv2dImpl::kAvx2;
+    case Conv2dImpl::kAvx512:
       require(avx512, kKernel, "impl",
-              "kAuto or kPortable here (kCpuFastAvx512 needs the serial or openmp backend, a CPU "
+              "kAuto or kPortable here (kAvx512 needs the serial or openmp backend, a CPU "
               "with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and channel-contiguous input "
               "and output)",
-              "kCpuFastAvx512");
-      return Conv2dImpl::kCpuFastAvx512;
+              "kAvx512");
+      return Conv2dImpl::kAvx512;
     case Conv2dImpl::kAuto:
       break;
   }
   if (shape.out_channels >= 8) {
-    if (avx512) return Conv2dImpl::kCpuFastAvx512;
-    if (avx2) return Conv2dImpl::kCpuFast;
+    if (avx512) return Conv2dImpl::kAvx512;
+    if (avx2) return Conv2dImpl::kAvx2;
   }
   return Conv2dImpl::kPortable;
 }
 
 }  // namespace
 
-bool conv2d_cpu_fast_isa_available() {
+bool conv2d_avx2_available() {
   // CPUID through backends/cpu (not __builtin_cpu_supports, which the HIP runtime can shadow).
   static const bool available =
-      cpu_fast::conv2d_nhwc_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
+      simd::conv2d_nhwc_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
   return available;
 }
 
-bool conv2d_cpu_fast_avx512_isa_available() {
+bool conv2d_avx512_available() {
   // CPUID through backends/cpu (cpu_features() also checks that the OS saves the zmm state).
   static const bool available = [] {
     const CpuFeatures& f = cpu_features();
-    return cpu_fast::conv2d_nhwc_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
+    return simd::conv2d_nhwc_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
            f.avx512dq && f.fma;
   }();
   return available;
@@ -192,10 +191,10 @@ std::string_view to_string(Conv2dImpl impl) {
       return "auto";
     case Conv2dImpl::kPortable:
       return "portable";
-    case Conv2dImpl::kCpuFast:
-      return "cpu_fast";
-    case Conv2dImpl::kCpuFastAvx512:
-      return "cpu_fast_avx512";
+    case Conv2dImpl::kAvx2:
+      return "avx2";
+    case Conv2dImpl::kAvx512:
+      return "avx512";
   }
   return "unknown";
 }
@@ -260,9 +259,9 @@ Conv2dShape conv2d_output_shape(const Conv2dParams& params, const int64_t (&inpu
   return s;
 }
 
-Conv2dImpl conv2d_selected_impl(const Queue& queue, View<const float, 4> input,
-                                View<const float, 4> weight, View<float, 4> output,
-                                const Conv2dParams& params) {
+Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
+                              View<const float, 4> weight, View<float, 4> output,
+                              const Conv2dParams& params) {
   const Conv2dShape shape = check_all(input, weight, output, params);
   return select(queue, input, output, params, shape);
 }
@@ -278,10 +277,10 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
   const Conv2dImpl impl = select(queue, input, output, params, shape);
   if (output.size() == 0) return;
 
-  if (impl == Conv2dImpl::kCpuFast || impl == Conv2dImpl::kCpuFastAvx512) {
+  if (impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512) {
     // CPU backends run launches synchronously on the calling thread, so calling the fast path
     // here keeps the queue's order.
-    cpu_fast::Conv2dNhwcArgs a{};
+    simd::Conv2dNhwcArgs a{};
     a.input = input.data;
     a.in_stride_n = input.stride[0];
     a.in_stride_h = input.stride[1];
@@ -311,10 +310,10 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
     a.pad_left = shape.pad_left;
     a.epilogue = params.epilogue;
     a.parallel = queue.backend_id() == BackendId::kOpenmp;
-    if (impl == Conv2dImpl::kCpuFastAvx512) {
-      cpu_fast::conv2d_nhwc_avx512(a);
+    if (impl == Conv2dImpl::kAvx512) {
+      simd::conv2d_nhwc_avx512(a);
     } else {
-      cpu_fast::conv2d_nhwc_avx2(a);
+      simd::conv2d_nhwc_avx2(a);
     }
     return;
   }

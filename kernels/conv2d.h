@@ -6,14 +6,14 @@
 // Implementations, in the oneDNN manner of an ordered list:
 //  - kPortable: the single-source direct kernel (kernels/conv2d.kern.cc), an implicit GEMM over
 //    shared-memory tiles, on every backend. It is the oracle the other paths are tested against.
-//  - kCpuFast: an AVX2/FMA direct kernel for the serial and openmp backends
-//    (kernels/cpu/conv2d_cpu_fast.cc), for NHWC with groups == 1 and channel-contiguous
+//  - kAvx2: an AVX2/FMA direct kernel for the serial and openmp backends
+//    (kernels/cpu/conv2d_avx2.cc), for NHWC with groups == 1 and channel-contiguous
 //    input/output, on CPUs that have AVX2 and FMA.
-//  - kCpuFastAvx512: the same direct kernel with AVX-512 (16-lane vectors, 48 channels x 8
+//  - kAvx512: the same direct kernel with AVX-512 (16-lane vectors, 48 channels x 8
 //    pixels per block, non-temporal stores for large aligned outputs;
-//    kernels/cpu/conv2d_cpu_fast_avx512.cc), under the same conditions, on CPUs with
+//    kernels/cpu/conv2d_avx512.cc), under the same conditions, on CPUs with
 //    AVX-512 F, BW, VL and DQ (and FMA).
-//  - kAuto picks the widest CPU fast path this CPU has (kCpuFastAvx512, else kCpuFast) where it
+//  - kAuto picks the widest CPU fast path this CPU has (kAvx512, else kAvx2) where it
 //    applies and C_out >= 8 (where the benchmark shows it wins), kPortable otherwise.
 
 #include <cstdint>
@@ -29,7 +29,7 @@ namespace kaas {
 
 enum class Layout { kNCHW, kNHWC };
 enum class AutoPad { kNotSet, kValid, kSameUpper, kSameLower };  // ONNX auto_pad
-enum class Conv2dImpl { kAuto, kPortable, kCpuFast, kCpuFastAvx512 };
+enum class Conv2dImpl { kAuto, kPortable, kAvx2, kAvx512 };
 
 struct Conv2dParams {
   Layout layout = Layout::kNCHW;  // of input and output; weight is always OIHW
@@ -61,16 +61,16 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
             View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
             LaunchConfig config = {});
 
-// The implementation conv2d() runs for these arguments (kPortable, kCpuFast or kCpuFastAvx512;
+// The implementation conv2d() runs for these arguments (kPortable, kAvx2 or kAvx512;
 // params.impl is honoured when it applies). Throws like conv2d() for bad arguments, and for
-// kCpuFast / kCpuFastAvx512 where that fast path does not apply.
-Conv2dImpl conv2d_selected_impl(const Queue& queue, View<const float, 4> input,
-                                View<const float, 4> weight, View<float, 4> output,
-                                const Conv2dParams& params);
+// kAvx2 / kAvx512 where that fast path does not apply.
+Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
+                              View<const float, 4> weight, View<float, 4> output,
+                              const Conv2dParams& params);
 // Whether this CPU has the instructions the CPU fast path needs (AVX2 and FMA).
-bool conv2d_cpu_fast_isa_available();
+bool conv2d_avx2_available();
 // Whether this CPU has the instructions the AVX-512 fast path needs (AVX-512 F/BW/VL/DQ, FMA).
-bool conv2d_cpu_fast_avx512_isa_available();
+bool conv2d_avx512_available();
 
 std::string_view to_string(Conv2dImpl impl);
 std::string_view to_string(Layout layout);

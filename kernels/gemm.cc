@@ -5,7 +5,7 @@
 
 #include "kaas/backends/blas/vendor_blas.h"
 #include "kaas/backends/cpu/cpu_features.h"
-#include "kaas/kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/kernels/cpu/gemm_simd.h"
 #include "kaas/kernels/detail/checks.h"
 
 namespace kaas {
@@ -52,8 +52,8 @@ bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
   return y_ok && blas_operand(a).ok && blas_operand(b).ok;
 }
 
-bool cpu_fast_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
-                   View2<float> y, int64_t lanes) {
+bool simd_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b, View2<float> y,
+               int64_t lanes) {
   const BackendId id = queue.backend_id();
   return (id == BackendId::kSerial || id == BackendId::kOpenmp) && op_a.stride[1] == 1 &&
          op_b.stride[1] == 1 && y.stride[1] == 1 && y.extent[1] % lanes == 0;
@@ -61,25 +61,25 @@ bool cpu_fast_fits(const Queue& queue, View2<const float> op_a, View2<const floa
 
 bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
                  View2<float> y) {
-  return gemm_cpu_fast_avx512_isa_available() && cpu_fast_fits(queue, op_a, op_b, y, 16);
+  return gemm_avx512_available() && simd_fits(queue, op_a, op_b, y, 16);
 }
 
 bool avx2_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
                View2<float> y) {
-  return gemm_cpu_fast_avx2_isa_available() && cpu_fast_fits(queue, op_a, op_b, y, 8);
+  return gemm_avx2_available() && simd_fits(queue, op_a, op_b, y, 8);
 }
 
 }  // namespace
 
-bool gemm_cpu_fast_avx512_isa_available() {
+bool gemm_avx512_available() {
   static const bool available =
-      cpu_fast::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
+      simd::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
   return available;
 }
 
-bool gemm_cpu_fast_avx2_isa_available() {
+bool gemm_avx2_available() {
   static const bool available =
-      cpu_fast::gemm_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
+      simd::gemm_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
   return available;
 }
 
@@ -94,9 +94,9 @@ GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const 
   const auto op_b = params.trans_b ? transposed(b) : b;
   // Measured (bench/results): the AVX-512 kernel beats Debian's OpenBLAS (AVX2 kernels) and
   // OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
-  if (avx512_fits(queue, op_a, op_b, y)) return GemmImpl::kCpuFastAvx512;
+  if (avx512_fits(queue, op_a, op_b, y)) return GemmImpl::kAvx512;
   if (params.rows_independent)
-    return avx2_fits(queue, op_a, op_b, y) ? GemmImpl::kCpuFastAvx2 : GemmImpl::kPortable;
+    return avx2_fits(queue, op_a, op_b, y) ? GemmImpl::kAvx2 : GemmImpl::kPortable;
   return blas::has_sgemm(queue) && vendor_fits(op_a, op_b, y) ? GemmImpl::kVendor
                                                               : GemmImpl::kPortable;
 }
@@ -148,9 +148,9 @@ GemmOperands check_gemm(View2<const float> a, View2<const float> b, View2<const 
           shape(y.extent[0], y.extent[1]));
   ops.c_broadcast = broadcast_c(c, ops.m, ops.n);
   require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
-              params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kCpuFastAvx512 ||
-              params.impl == GemmImpl::kCpuFastAvx2,
-          where, "impl", "kAuto, kPortable, kVendor, kCpuFastAvx512 or kCpuFastAvx2",
+              params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kAvx512 ||
+              params.impl == GemmImpl::kAvx2,
+          where, "impl", "kAuto, kPortable, kVendor, kAvx512 or kAvx2",
           std::to_string(static_cast<int>(params.impl)));
   return ops;
 }
@@ -160,11 +160,11 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
                    const GemmParams& params) {
   const std::string received =
       std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n);
-  if (impl == GemmImpl::kCpuFastAvx512) {
-    require(avx512_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kCpuFastAvx512",
+  if (impl == GemmImpl::kAvx512) {
+    require(avx512_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kAvx512",
             "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0", received);
   } else {
-    require(avx2_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kCpuFastAvx2",
+    require(avx2_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kAvx2",
             "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
             received);
   }
@@ -174,14 +174,14 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
   const bool c_is_y = c.data == y.data && c.stride[0] == y.stride[0] &&
                       c.stride[1] == y.stride[1] && params.beta == 1.0f;
   if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, c, params.beta, y);
-  const cpu_fast::GemmRowMajorArgs args{
+  const simd::GemmRowMajorArgs args{
       ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
       y.data,        y.stride[0],        ops.m,           ops.n,
       ops.k,         params.alpha,       params.epilogue, queue.backend_id() == BackendId::kOpenmp};
-  if (impl == GemmImpl::kCpuFastAvx512) {
-    cpu_fast::gemm_avx512(args);
+  if (impl == GemmImpl::kAvx512) {
+    simd::gemm_avx512(args);
   } else {
-    cpu_fast::gemm_avx2(args);
+    simd::gemm_avx2(args);
   }
 }
 
@@ -223,7 +223,7 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
   const GemmOperands ops = check_gemm(a, b, c, y, params, config);
   if (y.size() == 0) return;
   const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
-  if (impl == GemmImpl::kCpuFastAvx512 || impl == GemmImpl::kCpuFastAvx2) {
+  if (impl == GemmImpl::kAvx512 || impl == GemmImpl::kAvx2) {
     return gemm_cpu_simd(queue, impl, ops, y, params);
   }
   if (impl == GemmImpl::kVendor) return gemm_vendor(queue, ops, y, params);

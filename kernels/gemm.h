@@ -16,12 +16,12 @@
 namespace kaas {
 
 enum class GemmImpl {
-  kAuto,           // the first that applies: kCpuFastAvx512, kVendor, kPortable
-                   // (with rows_independent: kCpuFastAvx512, kCpuFastAvx2, kPortable)
-  kPortable,       // the single-source tiled kernel
-  kVendor,         // vendor BLAS or an kUnimplemented error
-  kCpuFastAvx512,  // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
-  kCpuFastAvx2,    // serial/openmp on an AVX2 + FMA CPU, row-major A, B and Y, N % 8 == 0
+  kAuto,      // the first that applies: kAvx512, kVendor, kPortable
+              // (with rows_independent: kAvx512, kAvx2, kPortable)
+  kPortable,  // the single-source tiled kernel
+  kVendor,    // vendor BLAS or an kUnimplemented error
+  kAvx512,    // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
+  kAvx2,      // serial/openmp on an AVX2 + FMA CPU, row-major A, B and Y, N % 8 == 0
 };
 
 struct GemmParams {
@@ -55,9 +55,9 @@ void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape
 GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<float> y, const GemmParams& params);
 const char* gemm_vendor_name(const Queue& queue);
-// Whether this CPU has what kCpuFastAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
-bool gemm_cpu_fast_avx512_isa_available();
-bool gemm_cpu_fast_avx2_isa_available();
+// Whether this CPU has what kAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
+bool gemm_avx512_available();
+bool gemm_avx2_available();
 
 // Launchers: the tiled kernel, and the element-wise passes around a vendor call.
 KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,

@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/onnx_model.h"
 
 namespace kaas::models {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <mutex>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/knn_model.h"
 #include "kaas/models/michel_from_image.h"
 #include "kaas/models/onnx_model.h"

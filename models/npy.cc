@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::models {
 

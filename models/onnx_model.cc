@@ -7,8 +7,8 @@
 #include <set>
 
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
+#include "kaas/common/error.h"
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"

@@ -1,6 +1,6 @@
 #include "kaas/models/tensor.h"
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::models {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::models {
 

@@ -23,8 +23,8 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/queue.h"
+#include "kaas/common/error.h"
 #include "kaas/kernels/activation.h"
 #include "kaas/kernels/conv2d.h"
 #include "kaas/kernels/gemm.h"

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "kaas/backends/error.h"
-#include "kaas/models/emtrk_model.h"
+#include "kaas/common/error.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/server_adapter/repository_entry.h"
 
 namespace kaas::server {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "grpc_service.grpc.pb.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/server_adapter/infer_codec.h"
 
 namespace kaas::server {

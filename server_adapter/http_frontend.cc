@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/server_adapter/infer_codec.h"
 
 namespace kaas::server {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::server {
 

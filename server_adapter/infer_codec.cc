@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "grpc_service.pb.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::server {
 

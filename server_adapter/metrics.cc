@@ -8,7 +8,7 @@
 
 #include <thread>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::server {
 

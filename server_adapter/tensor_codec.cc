@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::server {
 

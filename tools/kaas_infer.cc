@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "kaas/backends/backend.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "kaas/backends/backend.h"
-#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
+#include "kaas/common/error.h"
 #include "tools/self_check.h"
 
 namespace {

@@ -6,14 +6,14 @@
 
 #include <random>
 
-#include "kaas/backends/error.h"
-#include "kaas/models/emtrk_model.h"
+#include "kaas/common/error.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/npy.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};
   std::string repository, name = "emtrkmichelid", style = "keras";
-  uint32_t seed = kaas::models::EmTrkModelOptions{}.seed;
+  uint32_t seed = kaas::models::EmTrkGeneratorOptions{}.seed;
   int max_batch_size = 1024;
   app.add_option("--repository", repository, "model repository directory")->required();
   app.add_option("--name", name, "model name (directory in the repository)");
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   CLI11_PARSE(app, argc, argv);
   try {
-    kaas::models::EmTrkModelOptions options;
+    kaas::models::EmTrkGeneratorOptions options;
     options.style = style == "keras" ? kaas::models::EmTrkGraphStyle::kKeras
                                      : kaas::models::EmTrkGraphStyle::kPyTorch;
     options.seed = seed;

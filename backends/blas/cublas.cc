@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "kaas/backends/blas/vendor_blas.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::blas {
 

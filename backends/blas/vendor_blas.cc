@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "kaas/backends/error.h"
 #include "kaas/build_config.h"
+#include "kaas/common/error.h"
 
 namespace kaas::blas {
 

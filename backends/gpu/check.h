@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "kaas/backends/error.h"
 #include "kaas/backends/gpu/runtime.h"
+#include "kaas/common/error.h"
 
 namespace kaas::KAAS_BACKEND_NS::rt {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/gpu_emu/fiber_sanitizers.h"
+#include "kaas/common/error.h"
 
 namespace kaas::gpu_emu {
 

@@ -1,5 +1,5 @@
-// EmTrkMichelId, the whole patch CNN (models/emtrk_model.h: Conv 48x5x5 + ReLU -> Flatten ->
-// Dense 128 -> Dense 32 -> softmax and sigmoid heads), from host input patches to host outputs:
+// EmTrkMichelId, the whole patch CNN (models/emtrk_onnx_generator.h: Conv 48x5x5 + ReLU -> Flatten
+// -> Dense 128 -> Dense 32 -> softmax and sigmoid heads), from host input patches to host outputs:
 //  - kaas: the ONNX model (Keras graph style, generated weights) through make_onnx_model and
 //    Model::run, fused conv-dense-heads plan and unfused plan, serial and openmp backends;
 //  - peer oneDNN: the same network as oneDNN primitives on the same weights (convolution with
@@ -35,7 +35,7 @@
 #include "bench/counters.h"
 #include "bench/registry.h"
 #include "kaas/backends/backend.h"
-#include "kaas/models/emtrk_model.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "kaas/models/tensor.h"
 
@@ -68,7 +68,7 @@ constexpr double kFlopsPerPatch = 2.0 * double(kConvOut * kConvOut * kFilters * 
 struct EmTrkModel {
   onnx::ModelProto proto;
   std::string path;
-  EmTrkModel() : proto(models::make_emtrk_model({models::EmTrkGraphStyle::kKeras, kSeed})) {}
+  EmTrkModel() : proto(models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, kSeed})) {}
   ~EmTrkModel() {
     if (!path.empty()) unlink(path.c_str());
   }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/registry.h"
-#include "kaas/models/emtrk_model.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/michel_from_image.h"
 
 namespace kaas::bench {
@@ -46,7 +46,8 @@ void image_to_scores(benchmark::State& state, const Backend* backend) {
   const auto event = synthetic_event();
   models::MichelFromImageOptions options;
   options.hits_per_chunk = state.range(0);
-  const auto model = models::make_michel_from_image(models::make_emtrk_model(), *backend, options);
+  const auto model =
+      models::make_michel_from_image(models::generate_emtrk_onnx(), *backend, options);
   int64_t hits = 0;
   for (auto _ : state) {
     hits = 0;

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::examples {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <span>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::examples {
 

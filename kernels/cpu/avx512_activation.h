@@ -6,7 +6,7 @@
 
 #include "kaas/kernels/activation.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 [[gnu::always_inline]] inline __m512 activate_avx512(__m512 v, const Epilogue& e) {
   switch (e.activation) {
@@ -30,4 +30,4 @@ namespace kaas::cpu_fast {
   return v;
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd

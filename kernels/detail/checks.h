@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "kaas/backends/error.h"
 #include "kaas/backends/launch_config.h"
 #include "kaas/backends/view.h"
+#include "kaas/common/error.h"
 
 namespace kaas::detail {
 

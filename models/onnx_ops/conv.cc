@@ -1,6 +1,6 @@
 // Conv: 2-D convolution (NCHW from ONNX; simplification may turn it NHWC), optional bias.
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/kernels/conv2d.h"
 #include "kaas/models/onnx_ops/attrs.h"
 #include "kaas/models/onnx_ops/table.h"

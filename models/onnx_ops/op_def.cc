@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {

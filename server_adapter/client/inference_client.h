@@ -38,7 +38,7 @@
 #include <thread>
 #include <vector>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/tensor.h"
 
 namespace kaas::client {

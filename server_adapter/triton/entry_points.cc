@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/server_adapter/triton/execute.h"
 #include "kaas/server_adapter/triton/model_state.h"
 #include "kaas/server_adapter/triton/triton_util.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {

@@ -1,6 +1,6 @@
 #include "kaas/server_adapter/triton/triton_util.h"
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::triton {
 

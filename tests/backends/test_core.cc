@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "kaas/backends/backend.h"
-#include "kaas/backends/error.h"
 #include "kaas/backends/view.h"
 #include "kaas/build_config.h"
+#include "kaas/common/error.h"
 
 namespace kaas {
 namespace {

@@ -73,25 +73,25 @@ std::vector<double> reference_eigen(const Case& c, const Conv2dShape& s, const D
   return y;
 }
 
-bool is_cpu_fast(Conv2dImpl impl) {
-  return impl == Conv2dImpl::kCpuFast || impl == Conv2dImpl::kCpuFastAvx512;
+bool is_simd(Conv2dImpl impl) {
+  return impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512;
 }
 
-std::vector<Conv2dImpl> cpu_fast_impls(const Backend& backend, const Case& c) {
-  return cases::conv_cpu_fast_impls(backend, c);
+std::vector<Conv2dImpl> simd_impls(const Backend& backend, const Case& c) {
+  return cases::conv_simd_impls(backend, c);
 }
 
 // The implementations to run `c` with on this backend: the portable kernel always, every CPU
 // fast path (AVX2 and AVX-512) this CPU can run where it applies.
 std::vector<Conv2dImpl> impls_for(const Backend& backend, const Case& c) {
   std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
-  for (Conv2dImpl impl : cpu_fast_impls(backend, c)) impls.push_back(impl);
+  for (Conv2dImpl impl : simd_impls(backend, c)) impls.push_back(impl);
   return impls;
 }
 
 // What kAuto should choose for `c` (with C_out >= 8): the widest fast path, else portable.
 Conv2dImpl widest_impl(const Backend& backend, const Case& c) {
-  const std::vector<Conv2dImpl> fast = cpu_fast_impls(backend, c);
+  const std::vector<Conv2dImpl> fast = simd_impls(backend, c);
   return fast.empty() ? Conv2dImpl::kPortable : fast.back();
 }
 
@@ -128,7 +128,7 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
   cases::conv_weight_extents(c, wext);
   for (Conv2dImpl impl : only.empty() ? impls_for(queue.backend(), c) : only) {
     for (int group_size : group_sizes) {
-      if (is_cpu_fast(impl) && group_size != group_sizes.front()) continue;
+      if (is_simd(impl) && group_size != group_sizes.front()) continue;
       if (impl == Conv2dImpl::kPortable &&
           !affordable(queue.backend(), estimated_handoffs(c, s, group_size ? group_size : 128))) {
         ++skipped;
@@ -142,7 +142,7 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
       const View<const float, 4> xv = make_view<4>(static_cast<const float*>(dx.view().data), in);
       const View<const float, 4> wv = make_view<4>(static_cast<const float*>(dw.view().data), wext);
       const View<float, 4> yv = make_view<4>(dy.view().data, out);
-      ASSERT_EQ(conv2d_selected_impl(queue, xv, wv, yv, run.params), impl);
+      ASSERT_EQ(conv2d_chosen_impl(queue, xv, wv, yv, run.params), impl);
       conv2d(queue, xv, wv, c.bias ? db.const_view() : View1<const float>{}, yv, run.params,
              {group_size, 0});
       const std::vector<float> got = dy.read();
@@ -289,7 +289,7 @@ TEST_P(Conv2dTest, EmTrkMichelIdShape) {
   // kAuto takes the fast path where it applies.
   const Conv2dShape s = shape_of(c);
   GuardedArray<float> dx(queue, 2 * 48 * 48), dw(queue, 48 * 25), dy(queue, 2 * 44 * 44 * 48);
-  const auto impl = conv2d_selected_impl(
+  const auto impl = conv2d_chosen_impl(
       queue, make_view<4>(static_cast<const float*>(dx.view().data), {2, 48, 48, 1}),
       make_view<4>(static_cast<const float*>(dw.view().data), {48, 1, 5, 5}),
       make_view<4>(dy.view().data, {2, s.out_h, s.out_w, 48}), c.params);
@@ -301,9 +301,9 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
   if (backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) {
     GTEST_SKIP() << "the CPU fast paths run on the serial and openmp backends only";
   }
-  if (!conv2d_cpu_fast_avx512_isa_available()) {
+  if (!conv2d_avx512_available()) {
     GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ (or the OS does not save the zmm "
-                    "state): kCpuFastAvx512 cannot run here; the AVX2 kCpuFast path is still "
+                    "state): kAvx512 cannot run here; the AVX2 kAvx2 path is still "
                     "tested";
   }
   Queue queue(backend);
@@ -313,7 +313,7 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
   c.params.layout = Layout::kNHWC;
   c.params.auto_pad = AutoPad::kValid;
   c.params.epilogue.activation = Activation::kRelu;
-  const std::vector<Conv2dImpl> both = {Conv2dImpl::kCpuFast, Conv2dImpl::kCpuFastAvx512};
+  const std::vector<Conv2dImpl> both = {Conv2dImpl::kAvx2, Conv2dImpl::kAvx512};
   int64_t skipped = 0;
   // Batch 0 (nothing written), 1, and 24: an 8.9 MB output, past the size from which the
   // AVX-512 path writes with non-temporal stores.
@@ -538,21 +538,21 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kCpuFast; }));
+               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx2; }));
       },
-      "conv2d: impl: expected kAuto or kPortable here (kCpuFast needs the serial or openmp "
+      "conv2d: impl: expected kAuto or kPortable here (kAvx2 needs the serial or openmp "
       "backend, an AVX2+FMA CPU, NHWC, groups == 1 and channel-contiguous input and output), "
-      "received kCpuFast");
+      "received kAvx2");
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kCpuFastAvx512; }));
+               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx512; }));
       },
-      "conv2d: impl: expected kAuto or kPortable here (kCpuFastAvx512 needs the serial or "
+      "conv2d: impl: expected kAuto or kPortable here (kAvx512 needs the serial or "
       "openmp backend, a CPU with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and "
-      "channel-contiguous input and output), received kCpuFastAvx512");
+      "channel-contiguous input and output), received kAvx512");
   expect_error(call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
-               "conv2d: impl: expected kAuto, kPortable, kCpuFast or kCpuFastAvx512, received 9");
+               "conv2d: impl: expected kAuto, kPortable, kAvx2 or kAvx512, received 9");
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok, {-1, 0});

@@ -102,12 +102,12 @@ std::vector<GemmImpl> impls_for(const Queue& queue) {
   return cases::gemm_impls_available(queue);
 }
 
-bool is_cpu_fast(GemmImpl impl) {
-  return impl == GemmImpl::kCpuFastAvx512 || impl == GemmImpl::kCpuFastAvx2;
+bool is_simd(GemmImpl impl) {
+  return impl == GemmImpl::kAvx512 || impl == GemmImpl::kAvx2;
 }
 
-int64_t cpu_fast_lanes(GemmImpl impl) {
-  return impl == GemmImpl::kCpuFastAvx512 ? 16 : 8;
+int64_t simd_lanes(GemmImpl impl) {
+  return impl == GemmImpl::kAvx512 ? 16 : 8;
 }
 
 TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
@@ -136,7 +136,7 @@ TEST_P(GemmTest, MatchesEigenOverShapesTransposesBroadcastsAndEpilogues) {
                      counter % 3 == 0 ? -0.5f : 1.0f,
                      counter % 2 == 0 ? 2.0f : 1.0f};
         for (GemmImpl impl : impls_for(queue)) {
-          if (is_cpu_fast(impl) && (c.trans_a || c.trans_b || c.n % cpu_fast_lanes(impl) != 0))
+          if (is_simd(impl) && (c.trans_a || c.trans_b || c.n % simd_lanes(impl) != 0))
             continue;  // not applicable: tested to refuse below
           check_case(queue, c, impl, impl == GemmImpl::kPortable ? group_sizes[counter % 3] : 0,
                      false);
@@ -151,9 +151,9 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
   for (GemmImpl impl : impls_for(queue)) {
     check_case(queue, {70, 300, 48, false, false, CKind::kRow, {Activation::kRelu, 0}, 1.0f, 1.0f},
                impl, impl == GemmImpl::kPortable ? 128 : 0, true);
-    if (is_cpu_fast(impl)) {
+    if (is_simd(impl)) {
       // Transposed operands do not fit the CPU fast paths: a clear error, never a wrong result.
-      const std::string name = impl == GemmImpl::kCpuFastAvx512 ? "kCpuFastAvx512" : "kCpuFastAvx2";
+      const std::string name = impl == GemmImpl::kAvx512 ? "kAvx512" : "kAvx2";
       try {
         check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl, 0, true);
         ADD_FAILURE() << name << " accepted transposed operands";

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <set>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 #include "kaas/models/onnx_model.h"
 #include "kaas/models/onnx_ops/table.h"
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "kaas/backends/buffer.h"
-#include "kaas/backends/error.h"
-#include "kaas/models/emtrk_model.h"
+#include "kaas/common/error.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/reference.h"
@@ -51,7 +51,7 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
   const Backend& backend = *GetParam();
   const Event e = make_event(17);
   const int64_t hits = int64_t(e.wire.size());
-  const auto cnn = models::make_emtrk_model();
+  const auto cnn = models::generate_emtrk_onnx();
   models::MichelFromImageOptions options;
   options.hits_per_chunk = 7;  // several chunks and a partial last one
   const auto model = models::make_michel_from_image(cnn, backend, options);
@@ -91,7 +91,7 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
 
 TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
   const Backend& backend = *GetParam();
-  const auto model = models::make_michel_from_image(models::make_emtrk_model(), backend);
+  const auto model = models::make_michel_from_image(models::generate_emtrk_onnx(), backend);
   Event e = make_event(2);
   e.wire[1] = int32_t(e.wires);  // one past the last wire
   try {
@@ -114,7 +114,7 @@ TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
   models::MichelFromImageOptions small;
   small.patch.patch_wires = small.patch.patch_bins = 32;  // the network takes 48 x 48
   try {
-    models::make_michel_from_image(models::make_emtrk_model(), backend, small);
+    models::make_michel_from_image(models::generate_emtrk_onnx(), backend, small);
     ADD_FAILURE() << "a CNN of the wrong input size was accepted";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("input shape"), std::string::npos) << err.what();

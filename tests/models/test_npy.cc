@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::models {
 namespace {

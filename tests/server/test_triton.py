@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
@@ -181,16 +182,31 @@ def run(triton, kaas, repo, tmp, args):
     # Triton's dynamic batcher: 256 concurrent batch-1 requests, fewer executions, same results.
     patches = rng.uniform(-5, 15, size=(256, 48, 48, 1)).astype(np.float32)
     whole = infer(tg, grpcclient, EMTRK, {"main_input": patches}, EMTRK_OUTPUTS)
-    before = tg.get_inference_statistics(EMTRK).model_stats[0]
+
+    def settled_statistics():
+        """The model's statistics once two reads 0.1 s apart agree: an execution is counted when
+        the backend reports it, which may be just after its responses reached the client."""
+        last = None
+        for _ in range(50):
+            now = tg.get_inference_statistics(EMTRK).model_stats[0]
+            if last is not None and (now.inference_count, now.execution_count) == \
+                    (last.inference_count, last.execution_count):
+                return now
+            last = now
+            time.sleep(0.1)
+        return last
+
+    before = settled_statistics()
     clients = [grpcclient.InferenceServerClient(triton.grpc_url) for _ in range(64)]
     with concurrent.futures.ThreadPoolExecutor(64) as pool:
         singles = list(pool.map(lambda i: infer(clients[i % 64], grpcclient, EMTRK, {"main_input": patches[i:i + 1]},
                                                 EMTRK_OUTPUTS), range(256)))
-    after = tg.get_inference_statistics(EMTRK).model_stats[0]
+    after = settled_statistics()
     executions = after.execution_count - before.execution_count
     inferences = after.inference_count - before.inference_count
     check(inferences == 256 and executions < 256,
-          f"Triton dynamic batching: 256 batch-1 requests in {executions} executions (64 concurrent clients)")
+          f"Triton dynamic batching: 256 batch-1 requests ({inferences} counted) in {executions} executions "
+          "(64 concurrent clients)")
     independent = all(np.array_equal(singles[i][n][0], whole[n][i]) for i in range(256) for n in EMTRK_OUTPUTS)
     check(independent, "results independent of batch composition (each batch-1 answer == its row of batch 256)")
     check(any(b.batch_size > 1 for b in after.batch_stats), "Triton batch statistics show batches > 1")

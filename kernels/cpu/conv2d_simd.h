@@ -1,16 +1,16 @@
 #pragma once
 // CPU fast paths of conv2d (see kernels/conv2d.h): direct NHWC kernels vectorised over output
-// channels, one with AVX2 + FMA (conv2d_cpu_fast.cc, compiled with -mavx2 -mfma) and one with
-// AVX-512 (conv2d_cpu_fast_avx512.cc, compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq
+// channels, one with AVX2 + FMA (conv2d_avx2.cc, compiled with -mavx2 -mfma) and one with
+// AVX-512 (conv2d_avx512.cc, compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq
 // -mfma). Plain C++ (+ OpenMP), each in its own translation unit and never built by a GPU
-// compiler; call a variant only when conv2d_cpu_fast_isa_available() (AVX2) or
-// conv2d_cpu_fast_avx512_isa_available() (AVX-512) is true.
+// compiler; call a variant only when conv2d_avx2_available() (AVX2) or
+// conv2d_avx512_available() (AVX-512) is true.
 
 #include <cstdint>
 
 #include "kaas/kernels/activation.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 struct Conv2dNhwcArgs {
   const float* input;  // [n][h][w][c], channel stride 1
@@ -35,4 +35,4 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& args);
 bool conv2d_nhwc_avx512_compiled();
 void conv2d_nhwc_avx512(const Conv2dNhwcArgs& args);
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd

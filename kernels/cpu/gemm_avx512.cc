@@ -1,17 +1,17 @@
-// AVX-512 GEMM for row-major operands (see gemm_cpu_fast.h, gemm_cpu_fast_tiles.h). Tiles of 6
+// AVX-512 GEMM for row-major operands (see gemm_simd.h, gemm_simd_tiles.h). Tiles of 6
 // rows x 64 columns keep 24 accumulators in zmm registers; K is walked in blocks of 256 so the
 // 64 KB block of B stays in L1/L2 while every row block of the thread passes over it.
 
-#include "kaas/backends/error.h"
-#include "kaas/kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/common/error.h"
+#include "kaas/kernels/cpu/gemm_simd.h"
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include "kaas/kernels/cpu/avx512_activation.h"
-#include "kaas/kernels/cpu/gemm_cpu_fast_tiles.h"
+#include "kaas/kernels/cpu/gemm_simd_tiles.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 namespace {
 
@@ -38,11 +38,11 @@ void gemm_avx512(const GemmRowMajorArgs& g) {
   tiled::gemm<Zmm>(g);
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #else
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool gemm_avx512_compiled() {
   return false;
@@ -52,6 +52,6 @@ void gemm_avx512(const GemmRowMajorArgs&) {
   throw Error(ErrorCode::kInternal, "gemm: the AVX-512 CPU fast path is not compiled in");
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #endif

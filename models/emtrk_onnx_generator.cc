@@ -1,4 +1,4 @@
-#include "kaas/models/emtrk_model.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 
 #include <cmath>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 namespace kaas::models {
 
@@ -108,7 +108,7 @@ void add_dense(onnx::GraphProto& graph, WeightSource& weights, EmTrkGraphStyle s
 
 }  // namespace
 
-onnx::ModelProto make_emtrk_model(const EmTrkModelOptions& options) {
+onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   onnx::ModelProto model;
   model.set_ir_version(onnx::IR_VERSION);
   model.set_producer_name("kaas");
@@ -180,7 +180,7 @@ onnx::ModelProto make_emtrk_model(const EmTrkModelOptions& options) {
 }
 
 void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
-                                  const EmTrkModelOptions& options, int max_batch_size) {
+                                  const EmTrkGeneratorOptions& options, int max_batch_size) {
   namespace fs = std::filesystem;
   const fs::path dir = repository / name;
   std::error_code ec;
@@ -188,7 +188,7 @@ void write_emtrk_repository_entry(const std::filesystem::path& repository, const
   if (ec)
     throw Error(ErrorCode::kInternal,
                 "cannot create " + (dir / "1").string() + ": " + ec.message());
-  const auto model = make_emtrk_model(options);
+  const auto model = generate_emtrk_onnx(options);
   {
     std::ofstream out(dir / "1" / "model.onnx", std::ios::binary | std::ios::trunc);
     if (!out || !model.SerializeToOstream(&out)) {

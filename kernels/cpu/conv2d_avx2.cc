@@ -7,12 +7,12 @@
 // vectors and one broadcast input value fill the 16 ymm registers, 7 loads feed 12 FMAs.
 // Pixels whose window is clipped by the padding take a checked one-pixel path.
 
-#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/cpu/conv2d_simd.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -21,7 +21,7 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool conv2d_nhwc_avx2_compiled() {
   return true;
@@ -282,11 +282,11 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
   for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #else  // built without AVX2/FMA (not x86-64): the fast path is never selected
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool conv2d_nhwc_avx2_compiled() {
   return false;
@@ -296,6 +296,6 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs&) {
   throw Error(ErrorCode::kInternal, "conv2d: the CPU fast path is not compiled in");
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #endif

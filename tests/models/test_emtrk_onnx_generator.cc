@@ -1,4 +1,4 @@
-#include "kaas/models/emtrk_model.h"
+#include "kaas/models/emtrk_onnx_generator.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@ std::vector<std::string> op_types(const onnx::ModelProto& model) {
 }
 
 TEST(EmTrkModel, KerasGraphHasTheProductionStructureAndNames) {
-  const auto model = models::make_emtrk_model();
+  const auto model = models::generate_emtrk_onnx();
   EXPECT_EQ(parameter_count(model), models::kEmTrkParameters);
   EXPECT_EQ(op_types(model),
             (std::vector<std::string>{"Transpose", "Conv", "Relu", "Transpose", "Dropout",
@@ -50,7 +50,7 @@ TEST(EmTrkModel, KerasGraphHasTheProductionStructureAndNames) {
 }
 
 TEST(EmTrkModel, PyTorchGraphHasTheSameParameters) {
-  const auto model = models::make_emtrk_model({EmTrkGraphStyle::kPyTorch});
+  const auto model = models::generate_emtrk_onnx({EmTrkGraphStyle::kPyTorch});
   EXPECT_EQ(parameter_count(model), models::kEmTrkParameters);
   EXPECT_EQ(op_types(model),
             (std::vector<std::string>{"Conv", "Relu", "Flatten", "Gemm", "Relu", "Gemm", "Relu",
@@ -59,9 +59,9 @@ TEST(EmTrkModel, PyTorchGraphHasTheSameParameters) {
 
 TEST(EmTrkModel, GenerationIsDeterministicAndSeeded) {
   std::string a, b, c;
-  ASSERT_TRUE(models::make_emtrk_model().SerializeToString(&a));
-  ASSERT_TRUE(models::make_emtrk_model().SerializeToString(&b));
-  ASSERT_TRUE(models::make_emtrk_model({EmTrkGraphStyle::kKeras, 7}).SerializeToString(&c));
+  ASSERT_TRUE(models::generate_emtrk_onnx().SerializeToString(&a));
+  ASSERT_TRUE(models::generate_emtrk_onnx().SerializeToString(&b));
+  ASSERT_TRUE(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 7}).SerializeToString(&c));
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(a.size(), b.size());
@@ -87,7 +87,7 @@ const float* initializer(const onnx::ModelProto& m, const std::string& name) {
 TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
   const auto [backend, style, plan] = GetParam();
   const bool keras = style == EmTrkGraphStyle::kKeras;
-  const auto proto = models::make_emtrk_model({style});
+  const auto proto = models::generate_emtrk_onnx({style});
   const int64_t batch = 5;
   const auto patches = random_floats(batch * 48 * 48, 99, -5.0f, 15.0f);
   models::OnnxModelOptions options;

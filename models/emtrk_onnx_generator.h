@@ -21,16 +21,17 @@ enum class EmTrkGraphStyle {
 
 inline constexpr int64_t kEmTrkParameters = 11'900'420;
 
-struct EmTrkModelOptions {
+struct EmTrkGeneratorOptions {
   EmTrkGraphStyle style = EmTrkGraphStyle::kKeras;
   uint32_t seed = 20261122;  // same seed, same bytes, on every machine
 };
 
-onnx::ModelProto make_emtrk_model(const EmTrkModelOptions& options = {});
+onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options = {});
 
 // Writes a Triton-layout repository entry: <repository>/<name>/config.pbtxt and
 // <repository>/<name>/1/model.onnx. Throws kaas::Error on I/O failure.
 void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
-                                  const EmTrkModelOptions& options = {}, int max_batch_size = 1024);
+                                  const EmTrkGeneratorOptions& options = {},
+                                  int max_batch_size = 1024);
 
 }  // namespace kaas::models

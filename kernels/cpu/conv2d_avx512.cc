@@ -14,9 +14,9 @@
 // No standard-library templates are instantiated here: their out-of-line copies are shared
 // (COMDAT) with other translation units, and an AVX-512 copy must never be the one they call.
 
-#include "kaas/kernels/cpu/conv2d_cpu_fast.h"
+#include "kaas/kernels/cpu/conv2d_simd.h"
 
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -31,7 +31,7 @@
 
 #include "kaas/kernels/cpu/avx512_activation.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool conv2d_nhwc_avx512_compiled() {
   return true;
@@ -311,11 +311,11 @@ void conv2d_nhwc_avx512(const Conv2dNhwcArgs& a) {
 #endif
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #else  // built without AVX-512 (not x86-64): this variant is never selected
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool conv2d_nhwc_avx512_compiled() {
   return false;
@@ -325,6 +325,6 @@ void conv2d_nhwc_avx512(const Conv2dNhwcArgs&) {
   throw Error(ErrorCode::kInternal, "conv2d: the AVX-512 CPU fast path is not compiled in");
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #endif

@@ -1,6 +1,6 @@
 #pragma once
 // The register-blocked GEMM of the CPU fast paths, written once over a SIMD vector type `V`
-// (gemm_cpu_fast_avx512.cc: 16 floats, gemm_cpu_fast_avx2.cc: 8 floats). Include only from a
+// (gemm_avx512.cc: 16 floats, gemm_avx2.cc: 8 floats). Include only from a
 // translation unit compiled for V's instruction set.
 //
 // Tiles of kRows rows x V::kTileVectors vectors; K is walked in blocks of kDepth so a block of B
@@ -15,9 +15,9 @@
 
 #include <algorithm>
 
-#include "kaas/kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/kernels/cpu/gemm_simd.h"
 
-namespace kaas::cpu_fast::tiled {
+namespace kaas::simd::tiled {
 
 constexpr int64_t kRows = 6, kDepth = 256;
 
@@ -113,4 +113,4 @@ void gemm(const GemmRowMajorArgs& g) {
   }
 }
 
-}  // namespace kaas::cpu_fast::tiled
+}  // namespace kaas::simd::tiled

@@ -1,14 +1,14 @@
 #pragma once
 // CPU fast path of gemm (see kernels/gemm.h): an AVX-512 register-blocked kernel for row-major
 // operands, y = act(y + alpha * a . b), compiled alone with AVX-512 flags
-// (gemm_cpu_fast_avx512.cc) and called only when gemm_cpu_fast_avx512_isa_available(). Debian's
+// (gemm_avx512.cc) and called only when gemm_avx512_available(). Debian's
 // OpenBLAS runs its Haswell (AVX2) kernels on this class of CPU; AVX-512 doubles the FMA width.
 
 #include <cstdint>
 
 #include "kaas/kernels/activation.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 struct GemmRowMajorArgs {
   const float* a;  // [m, k], row stride lda, unit column stride
@@ -25,8 +25,8 @@ struct GemmRowMajorArgs {
 
 bool gemm_avx512_compiled();
 void gemm_avx512(const GemmRowMajorArgs& args);
-// The same tiles on AVX2 + FMA (n % 8 == 0), gemm_cpu_fast_avx2.cc.
+// The same tiles on AVX2 + FMA (n % 8 == 0), gemm_avx2.cc.
 bool gemm_avx2_compiled();
 void gemm_avx2(const GemmRowMajorArgs& args);
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd

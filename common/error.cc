@@ -1,4 +1,4 @@
-#include "kaas/backends/error.h"
+#include "kaas/common/error.h"
 
 #include <sstream>
 

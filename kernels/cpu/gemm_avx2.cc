@@ -1,17 +1,17 @@
-// AVX2 + FMA GEMM for row-major operands (see gemm_cpu_fast.h, gemm_cpu_fast_tiles.h): tiles of
+// AVX2 + FMA GEMM for row-major operands (see gemm_simd.h, gemm_simd_tiles.h): tiles of
 // 6 rows x 16 columns keep 12 accumulators in ymm registers. Chosen where a row's result must
 // not depend on the other rows of the call (the fused EmTrkMichelId plan), which Debian's
 // OpenBLAS does not promise.
 
-#include "kaas/backends/error.h"
-#include "kaas/kernels/cpu/gemm_cpu_fast.h"
+#include "kaas/common/error.h"
+#include "kaas/kernels/cpu/gemm_simd.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-#include "kaas/kernels/cpu/gemm_cpu_fast_tiles.h"
+#include "kaas/kernels/cpu/gemm_simd_tiles.h"
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 namespace {
 
@@ -42,11 +42,11 @@ void gemm_avx2(const GemmRowMajorArgs& g) {
   tiled::gemm<Ymm>(g);
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #else
 
-namespace kaas::cpu_fast {
+namespace kaas::simd {
 
 bool gemm_avx2_compiled() {
   return false;
@@ -56,6 +56,6 @@ void gemm_avx2(const GemmRowMajorArgs&) {
   throw Error(ErrorCode::kInternal, "gemm: the AVX2 CPU fast path is not compiled in");
 }
 
-}  // namespace kaas::cpu_fast
+}  // namespace kaas::simd
 
 #endif
