@@ -4,6 +4,7 @@
 
 #include "cases/axpy_cases.h"
 #include "cases/conv2d_cases.h"
+#include "cases/convert_cases.h"
 #include "cases/elementwise_cases.h"
 #include "cases/gemm_cases.h"
 #include "cases/knn_cases.h"
@@ -23,6 +24,7 @@ std::span<const KernelCases> kernel_registry() {
       {"gemm", gemm_cases},           {"elementwise", elementwise_cases},
       {"mlp_heads", mlp_heads_cases}, {"conv2d", conv2d_cases},
       {"patches", patches_cases},     {"knn", knn_cases},
+      {"convert", convert_cases},
   };
   return registry;
 }

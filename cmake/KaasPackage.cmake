@@ -77,7 +77,9 @@ set(KAAS_PUBLIC_HEADERS
   backends/backend.h backends/backend_list.h backends/buffer.h backends/dispatch.h common/error.h
   backends/launch_config.h backends/math.h backends/portability.h backends/queue.h
   backends/view.h
-  kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/elementwise.h kernels/gemm.h
+  backends/half.h backends/gpu/half_native.h
+  kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/convert.h kernels/elementwise.h
+  kernels/gemm.h
   kernels/knn.h kernels/mlp_heads.h kernels/patches.h kernels/reduce.h kernels/scan.h
   kernels/softmax.h
   models/knn_model.h models/model.h models/model_registry.h models/npy.h models/tensor.h

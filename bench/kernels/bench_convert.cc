@@ -1,0 +1,69 @@
+// convert (kernels/convert.h): the cases of cases/convert_cases.cc per backend, beside the
+// CPU's own conversion instructions (F16C vcvtps2ph, AVX512-BF16 vcvtneps2bf16) in an OpenMP
+// loop, where the CPU has them.
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/counters.h"
+#include "bench/kernels/case_bench.h"
+#include "bench/registry.h"
+#include "cases/convert_cases.h"
+
+namespace kaas::bench {
+namespace {
+
+__attribute__((target("avx2,f16c"))) void to_fp16_f16c(const float* x, uint16_t* y, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n / 8 * 8; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+}
+
+__attribute__((target("avx512f,avx512bf16"))) void to_bf16_avx512(const float* x, uint16_t* y,
+                                                                  int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n / 16 * 16; i += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+    std::memcpy(y + i, &h, sizeof h);
+  }
+}
+
+void convert_peer(benchmark::State& state, int64_t n, bool bf16) {
+  const std::vector<float> x = cases::convert_inputs(n, 29u);
+  std::vector<uint16_t> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    bf16 ? to_bf16_avx512(x.data(), y.data(), n) : to_fp16_f16c(x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bandwidth(state, 6.0 * double(n));
+}
+
+void register_convert() {
+  register_kernel_cases("convert");
+  for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
+    if (__builtin_cpu_supports("f16c")) {
+      benchmark::RegisterBenchmark(
+          ("convert_f32_f16/peer_f16c_openmp/" + std::to_string(n)).c_str(), convert_peer, n, false)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+    if (__builtin_cpu_supports("avx512bf16")) {
+      benchmark::RegisterBenchmark(
+          ("convert_f32_bf16/peer_avx512bf16_openmp/" + std::to_string(n)).c_str(), convert_peer, n,
+          true)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+KAAS_BENCHMARKS(register_convert);
+
+}  // namespace
+}  // namespace kaas::bench
