@@ -38,7 +38,9 @@ CpuFeatures detect() {
     f.avx512bw = ((b >> 30) & 1) && zmm_state;
     f.avx512vl = ((b >> 31) & 1) && zmm_state;
     f.avx512vnni = ((c >> 11) & 1) && zmm_state;
+    f.avx512fp16 = ((d >> 23) & 1) && zmm_state;
   }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512bf16 = ((a >> 5) & 1) && zmm_state;
 #endif
   return f;
 }

@@ -8,7 +8,7 @@ namespace kaas {
 struct CpuFeatures {
   bool sse42 = false, avx = false, avx2 = false, fma = false, bmi1 = false, bmi2 = false,
        f16c = false, avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false,
-       avx512vnni = false;
+       avx512vnni = false, avx512bf16 = false, avx512fp16 = false;
 };
 
 const CpuFeatures& cpu_features();

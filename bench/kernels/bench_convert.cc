@@ -13,6 +13,7 @@
 #include "bench/kernels/case_bench.h"
 #include "bench/registry.h"
 #include "cases/convert_cases.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 namespace kaas::bench {
 namespace {
@@ -47,13 +48,13 @@ void convert_peer(benchmark::State& state, int64_t n, bool bf16) {
 void register_convert() {
   register_kernel_cases("convert");
   for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
-    if (__builtin_cpu_supports("f16c")) {
+    if (cpu_features().f16c) {
       benchmark::RegisterBenchmark(
           ("convert_f32_f16/peer_f16c_openmp/" + std::to_string(n)).c_str(), convert_peer, n, false)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
-    if (__builtin_cpu_supports("avx512bf16")) {
+    if (cpu_features().avx512bf16) {
       benchmark::RegisterBenchmark(
           ("convert_f32_bf16/peer_avx512bf16_openmp/" + std::to_string(n)).c_str(), convert_peer, n,
           true)

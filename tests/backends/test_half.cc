@@ -14,6 +14,7 @@
 #include <random>
 
 #include "cases/convert_cases.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 namespace kaas {
 namespace {
@@ -105,12 +106,12 @@ __attribute__((target("avx512f,avx512bf16,avx512vl"))) uint16_t avx512_bf16_conv
 // The CPU's own instructions as a second, independent reference.
 TEST(Half, AgreesWithTheCpusConversionInstructions) {
   const std::vector<float> x = cases::convert_inputs(1'000'000, 12u);
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C on this CPU";
+  if (!cpu_features().f16c) GTEST_SKIP() << "no F16C on this CPU";
   for (float v : x) {
     if (std::isnan(v)) continue;
     ASSERT_EQ(math::portable::float_to_fp16(v).bits, f16c_convert(v)) << v;
   }
-  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
   for (float v : x) {
     // vcvtneps2bf16 treats subnormal inputs as zero (it ignores MXCSR); kaas rounds them.
     if (std::isnan(v) || std::fpclassify(v) == FP_SUBNORMAL) continue;
