@@ -243,11 +243,15 @@ std::vector<Case> knn_cases() {
       },
       3466, 4, 2500, 16, false, "knn_clustered/{impl}/{backend}/n:3466/d:4/k:16", all));
   // Brute force is O(N^2) per event: only the 10k shapes.
-  for (const auto& [n, dims, k, events] : knn_bench_shapes()) {
+  for (const auto& shape : knn_bench_shapes()) {
+    // Named copies: clang 14 cannot capture structured bindings.
+    const auto [n, dims, k, events] = shape;
+    const auto points = [n = n, dims = dims, events = events] {
+      return uniform_points(n, dims, events);
+    };
     std::vector<std::string> impls = {"binned"};
     if (n <= 10'000) impls.push_back("brute_force");
-    cases.push_back(make_case([n, dims, events] { return uniform_points(n, dims, events); }, n,
-                              dims, n / events, int(k), false,
+    cases.push_back(make_case(points, n, dims, n / events, int(k), false,
                               "knn/{impl}/{backend}/n:" + std::to_string(n) +
                                   "/d:" + std::to_string(dims) + "/k:" + std::to_string(k) +
                                   "/events:" + std::to_string(events),

@@ -23,6 +23,7 @@
 namespace kaas::bench {
 namespace {
 
+#if KAAS_BENCH_HAVE_DNNL
 constexpr int64_t kIn = 48, kOut = 44, kChannels = 48, kKernel = 5;
 
 double emtrk_flops(int64_t batch) {
@@ -33,7 +34,6 @@ std::vector<float> random_values(size_t n, unsigned seed) {
   return cases::random_floats(n, seed);
 }
 
-#if KAAS_BENCH_HAVE_DNNL
 void conv2d_onednn(benchmark::State& state) {
   using namespace dnnl;
   using tag = memory::format_tag;
