@@ -246,6 +246,7 @@ std::vector<Case> gemm_cases() {
     };
     cases.push_back(std::move(k));
   }
+  for (Case& k : gemm_reduced_cases()) cases.push_back(std::move(k));
   return cases;
 }
 

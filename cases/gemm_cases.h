@@ -41,6 +41,8 @@ std::vector<GemmImpl> gemm_impls_available(const Queue& queue);
 bool gemm_impl_applies(GemmImpl impl, const GemmCase& c);
 
 std::vector<GemmCase> gemm_shapes();
+// bf16 / fp16 operands (cases/gemm_reduced_cases.cc); part of gemm_cases().
+std::vector<Case> gemm_reduced_cases();
 std::vector<Case> gemm_cases();
 
 }  // namespace kaas::cases

@@ -105,10 +105,13 @@ namespace {
 
 // The operands as the product sees them: op(A), op(B), C broadcast to [M, N] by zero strides
 // (empty when there is no C).
-struct GemmOperands {
-  View2<const float> op_a, op_b, c_broadcast;
+template <class T>
+struct GemmOperandsOf {
+  View2<const T> op_a, op_b;
+  View2<const float> c_broadcast;
   int64_t m = 0, n = 0, k = 0;
 };
+using GemmOperands = GemmOperandsOf<float>;
 
 View2<const float> broadcast_c(View2<const float> c, int64_t m, int64_t n) {
   if (c.size() == 0) return View2<const float>{};
@@ -125,8 +128,9 @@ View2<const float> broadcast_c(View2<const float> c, int64_t m, int64_t n) {
   return c;
 }
 
-GemmOperands check_gemm(View2<const float> a, View2<const float> b, View2<const float> c,
-                        View2<float> y, const GemmParams& params, const LaunchConfig& config) {
+template <class T, class TY>
+GemmOperandsOf<T> check_gemm(View2<const T> a, View2<const T> b, View2<const float> c, View2<TY> y,
+                             const GemmParams& params, const LaunchConfig& config) {
   const char* where = "gemm";
   detail::check_view(a, where, "A");
   detail::check_view(b, where, "B");
@@ -137,7 +141,7 @@ GemmOperands check_gemm(View2<const float> a, View2<const float> b, View2<const 
               config.group_size == 128,
           where, "LaunchConfig.group_size", "0 (default), 8, 32 or 128",
           std::to_string(config.group_size));
-  GemmOperands ops;
+  GemmOperandsOf<T> ops;
   ops.op_a = params.trans_a ? transposed(a) : a;
   ops.op_b = params.trans_b ? transposed(b) : b;
   ops.m = ops.op_a.extent[0], ops.k = ops.op_a.extent[1], ops.n = ops.op_b.extent[1];
@@ -229,6 +233,40 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
   if (impl == GemmImpl::kVendor) return gemm_vendor(queue, ops, y, params);
   KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
                      params.alpha, params.beta, params.epilogue, config);
+}
+
+namespace {
+
+// The reduced-precision products run the portable kernel (the oracle of any faster path).
+template <class T, class TY>
+void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<const float> c,
+                  View2<TY> y, const GemmParams& params, const LaunchConfig& config) {
+  const GemmOperandsOf<T> ops = check_gemm(a, b, c, y, params, config);
+  require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable, "gemm",
+          "impl for bf16 / fp16 operands", "kAuto or kPortable",
+          std::to_string(static_cast<int>(params.impl)));
+  if (y.size() == 0) return;
+  KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
+                     params.alpha, params.beta, params.epilogue, config);
+}
+
+}  // namespace
+
+void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
+          View2<float> y, const GemmParams& params, LaunchConfig config) {
+  gemm_reduced(queue, a, b, c, y, params, config);
+}
+void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
+          View2<bf16> y, const GemmParams& params, LaunchConfig config) {
+  gemm_reduced(queue, a, b, c, y, params, config);
+}
+void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<const float> c,
+          View2<float> y, const GemmParams& params, LaunchConfig config) {
+  gemm_reduced(queue, a, b, c, y, params, config);
+}
+void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<const float> c,
+          View2<fp16> y, const GemmParams& params, LaunchConfig config) {
+  gemm_reduced(queue, a, b, c, y, params, config);
 }
 
 void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "kaas/backends/dispatch.h"
+#include "kaas/backends/half.h"
 #include "kaas/backends/launch_config.h"
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
@@ -42,6 +43,18 @@ struct GemmParams {
 void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
           View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
 
+// Reduced precision: op(a) and op(b) stored as bf16 or fp16 (both the same type), widened to
+// fp32 for the products, which are accumulated in fp32; c, alpha, beta and the epilogue in fp32;
+// y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable.
+void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
+          View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
+void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
+          View2<bf16> y, const GemmParams& params = {}, LaunchConfig config = {});
+void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<const float> c,
+          View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
+void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<const float> c,
+          View2<fp16> y, const GemmParams& params = {}, LaunchConfig config = {});
+
 // y[M,N] = act(x[M,K] . w[K,N] + bias[N]); bias may be empty.
 void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,
            View2<float> y, const Epilogue& epilogue = {}, GemmImpl impl = GemmImpl::kAuto);
@@ -63,6 +76,18 @@ bool gemm_avx2_available();
 KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
                       (const Queue&, View2<const float>, View2<const float>, View2<const float>,
                        View2<float>, float, float, Epilogue, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
+                      (const Queue&, View2<const bf16>, View2<const bf16>, View2<const float>,
+                       View2<float>, float, float, Epilogue, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
+                      (const Queue&, View2<const bf16>, View2<const bf16>, View2<const float>,
+                       View2<bf16>, float, float, Epilogue, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
+                      (const Queue&, View2<const fp16>, View2<const fp16>, View2<const float>,
+                       View2<float>, float, float, Epilogue, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,
+                      (const Queue&, View2<const fp16>, View2<const fp16>, View2<const float>,
+                       View2<fp16>, float, float, Epilogue, LaunchConfig))
 KAAS_DECLARE_LAUNCHER(void, gemm_fill_launch,
                       (const Queue&, View2<const float>, float, View2<float>))
 KAAS_DECLARE_LAUNCHER(void, gemm_epilogue_launch, (const Queue&, Epilogue, View2<float>))

@@ -20,10 +20,13 @@ constexpr int kDepth = 32;
 // on GPUs, where elements of a warp read different rows.
 constexpr int kRowPitch = kDepth + 1;
 
+// T: the storage type of op(a) and op(b) (float, bf16 or fp16), widened to float as it is
+// staged; TY: y's, rounded to once at the store. Accumulation, c and the epilogue are fp32.
+template <class T, class TY>
 struct GemmTiledKernel {
   static constexpr const char* kName = "gemm";
-  KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> a, View2<const float> b,
-                              View2<const float> c, View2<float> y, float alpha, float beta,
+  KAAS_KERNEL void operator()(const Ctx& ctx, View2<const T> a, View2<const T> b,
+                              View2<const float> c, View2<TY> y, float alpha, float beta,
                               Epilogue epilogue, int tile) const {
     const int64_t m = y.extent[0], n = y.extent[1], k = a.extent[1];
     const int lanes = tile / kMicroCols;        // micro-tiles across a tile row
@@ -45,12 +48,12 @@ struct GemmTiledKernel {
         for (int64_t r : group_elements(ctx, tile)) {
           float* dst = a_tile + r * kRowPitch;
           if (r < rows) {
-            const float* src = &a(row0 + r, k0);
+            const T* src = &a(row0 + r, k0);
             const int64_t step = a.stride[1];
             if (step == 1) {
-              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = src[kk];
+              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = math::to_float(src[kk]);
             } else {
-              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = src[kk * step];
+              for (int64_t kk = 0; kk < depth; ++kk) dst[kk] = math::to_float(src[kk * step]);
             }
             for (int64_t kk = depth; kk < kDepth; ++kk) dst[kk] = 0.0f;
           } else {
@@ -60,12 +63,12 @@ struct GemmTiledKernel {
         for (int64_t kk : group_elements(ctx, kDepth)) {
           float* dst = b_tile + kk * tile;
           if (kk < depth) {
-            const float* src = &b(k0 + kk, col0);
+            const T* src = &b(k0 + kk, col0);
             const int64_t step = b.stride[1];
             if (step == 1) {
-              for (int64_t col = 0; col < cols; ++col) dst[col] = src[col];
+              for (int64_t col = 0; col < cols; ++col) dst[col] = math::to_float(src[col]);
             } else {
-              for (int64_t col = 0; col < cols; ++col) dst[col] = src[col * step];
+              for (int64_t col = 0; col < cols; ++col) dst[col] = math::to_float(src[col * step]);
             }
             for (int64_t col = cols; col < tile; ++col) dst[col] = 0.0f;
           } else {
@@ -98,7 +101,7 @@ struct GemmTiledKernel {
         if (r < rows && col < cols) {
           float value = alpha * acc[e];
           if (has_c) value += beta * c(row0 + r, col0 + col);
-          y(row0 + r, col0 + col) = apply(epilogue, value);
+          y(row0 + r, col0 + col) = math::round_to<TY>(apply(epilogue, value));
         }
       }
       ctx.sync();  // acc is reset for the next tile
@@ -130,9 +133,11 @@ struct GemmEpilogueKernel {
 
 }  // namespace
 
-void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const float> b,
-                          View2<const float> c, View2<float> y, float alpha, float beta,
-                          Epilogue epilogue, LaunchConfig config) {
+namespace {
+
+template <class T, class TY>
+void launch_tiled(const Queue& queue, View2<const T> a, View2<const T> b, View2<const float> c,
+                  View2<TY> y, float alpha, float beta, Epilogue epilogue, LaunchConfig config) {
   // group size tile^2 / (kMicroRows * kMicroCols): 8, 32 or 128 elements for 16, 32 or 64 wide
   // tiles
   const int size = config.group_size_or(128);
@@ -140,8 +145,24 @@ void gemm_portable_launch(const Queue& queue, View2<const float> a, View2<const 
   const int64_t tiles = math::ceil_div(y.extent[0], tile) * math::ceil_div(y.extent[1], tile);
   const int64_t groups = config.groups_or(grid_groups(queue, tiles));
   const size_t shared = ((kRowPitch + kDepth) * tile + tile * tile) * sizeof(float);
-  launch(queue, groups, size, shared, GemmTiledKernel{}, a, b, c, y, alpha, beta, epilogue, tile);
+  launch(queue, groups, size, shared, GemmTiledKernel<T, TY>{}, a, b, c, y, alpha, beta, epilogue,
+         tile);
 }
+
+}  // namespace
+
+#define KAAS_GEMM_PORTABLE_LAUNCH(T, TY)                                                \
+  void gemm_portable_launch(const Queue& queue, View2<const T> a, View2<const T> b,     \
+                            View2<const float> c, View2<TY> y, float alpha, float beta, \
+                            Epilogue epilogue, LaunchConfig config) {                   \
+    launch_tiled(queue, a, b, c, y, alpha, beta, epilogue, config);                     \
+  }
+KAAS_GEMM_PORTABLE_LAUNCH(float, float)
+KAAS_GEMM_PORTABLE_LAUNCH(bf16, float)
+KAAS_GEMM_PORTABLE_LAUNCH(bf16, bf16)
+KAAS_GEMM_PORTABLE_LAUNCH(fp16, float)
+KAAS_GEMM_PORTABLE_LAUNCH(fp16, fp16)
+#undef KAAS_GEMM_PORTABLE_LAUNCH
 
 void gemm_fill_launch(const Queue& queue, View2<const float> c, float beta, View2<float> y) {
   launch(queue, element_grid(queue, y.size(), 256), 256, 0, GemmFillKernel{}, c, beta, y);

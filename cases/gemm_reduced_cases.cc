@@ -1,0 +1,129 @@
+// Reduced-precision cases of kernels/gemm.h: op(a) and op(b) stored as bf16 or fp16, fp32
+// accumulation, y in fp32 or rounded once to the operands' type. The reference is the fp32
+// case's double-precision reference computed on the rounded operands (what the kernel is given),
+// so the tolerance is the fp32 one plus, for a 16-bit y, half a unit in the last place of y.
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#include "cases/gemm_cases.h"
+#include "cases/guarded.h"
+#include "cases/reference.h"
+
+namespace kaas::cases {
+
+namespace {
+
+template <class T>
+constexpr double unit_roundoff() {
+  return std::is_same_v<T, bf16> ? 0x1p-8 : 0x1p-11;
+}
+
+template <class T>
+std::vector<T> rounded(const std::vector<float>& x) {
+  std::vector<T> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = math::round_to<T>(x[i]);
+  return r;
+}
+
+template <class T>
+std::vector<float> widened(const std::vector<T>& x) {
+  std::vector<float> w(x.size());
+  for (size_t i = 0; i < x.size(); ++i) w[i] = math::to_float(x[i]);
+  return w;
+}
+
+template <class T, class TY>
+class ReducedGemmInstance : public Instance {
+ public:
+  ReducedGemmInstance(const Queue& queue, const GemmCase& c, const RunOptions& options)
+      : queue_(queue),
+        c_(c),
+        options_(options),
+        in_(gemm_inputs(c)),
+        a_(queue, rounded<T>(in_.a)),
+        b_(queue, rounded<T>(in_.b)),
+        c_values_(queue, in_.c),
+        y_(queue, size_t(c.m * c.n)) {}
+  void run() override {
+    View2<const float> c_view;
+    if (!in_.c.empty()) {
+      c_view = make_view<2>(static_cast<const float*>(c_values_.data()), {in_.c_rows, in_.c_cols});
+    }
+    const GemmParams params{c_.trans_a, c_.trans_b,  c_.alpha,
+                            c_.beta,    c_.epilogue, gemm_impl_from_name(options_.impl)};
+    const T* a = a_.data();
+    const T* b = b_.data();
+    const auto a_view = c_.trans_a ? make_view<2>(a, {c_.k, c_.m}) : make_view<2>(a, {c_.m, c_.k});
+    const auto b_view = c_.trans_b ? make_view<2>(b, {c_.n, c_.k}) : make_view<2>(b, {c_.k, c_.n});
+    gemm(queue_, a_view, b_view, c_view, make_view<2>(y_.data(), {c_.m, c_.n}), params,
+         options_.config);
+  }
+  Check check() override {
+    GemmInputs as_given = in_;  // the operands as the kernel received them
+    as_given.a = widened(rounded<T>(in_.a));
+    as_given.b = widened(rounded<T>(in_.b));
+    std::vector<double> expected, tolerance;
+    gemm_reference(c_, as_given, expected, tolerance);
+    Checker checker;
+    int64_t guard_writes = 0;
+    const auto y = y_.read(&guard_writes);
+    checker.add_guard_writes(guard_writes);
+    const double output_roundoff = std::is_same_v<TY, float> ? 0.0 : unit_roundoff<T>();
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double allowed =
+          tolerance[i] * (1 + output_roundoff) + output_roundoff * std::abs(expected[i]);
+      checker.near(math::to_float(y[i]), expected[i], allowed, "y", int64_t(i));
+    }
+    return checker.result();
+  }
+
+ private:
+  const Queue& queue_;
+  GemmCase c_;
+  RunOptions options_;
+  GemmInputs in_;
+  Guarded<T> a_, b_;
+  Guarded<float> c_values_;
+  Guarded<TY> y_;
+};
+
+template <class T, class TY>
+Case reduced_case(const GemmCase& c, const std::string& types) {
+  Case k;
+  k.kernel = "gemm";
+  k.name = "gemm_" + types + "_" + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" +
+           std::to_string(c.n) + "/{backend}/{impl}";
+  k.title = "gemm " + types + " " + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" +
+            std::to_string(c.n);
+  k.bytes = 2.0 * double(c.m * c.k + c.k * c.n) + double(sizeof(TY)) * 2.0 * double(c.m * c.n);
+  k.flops = 2.0 * double(c.m) * double(c.k) * double(c.n);
+  k.reference_ops = 2 * k.flops;
+  k.impls = [](const Backend&) { return std::vector<std::string>{"auto", "portable"}; };
+  k.prepare = [c](const Queue& queue, const RunOptions& options) {
+    return std::make_unique<ReducedGemmInstance<T, TY>>(queue, c, options);
+  };
+  return k;
+}
+
+}  // namespace
+
+std::vector<Case> gemm_reduced_cases() {
+  const Epilogue relu{Activation::kRelu, 0.0f};
+  const GemmCase shapes[] = {
+      {17, 61, 33, false, true, CKind::kRow, relu, 1.0f, 1.0f, false, false},
+      {33, 1452, 128, false, false, CKind::kRow, relu, 1.0f, 1.0f, false, false},
+      {16, 92928, 128, false, false, CKind::kRow, relu, 1.0f, 1.0f, false, false},
+  };
+  std::vector<Case> cases;
+  for (const GemmCase& c : shapes) {
+    cases.push_back(reduced_case<bf16, float>(c, "bf16_f32"));
+    cases.push_back(reduced_case<bf16, bf16>(c, "bf16"));
+    cases.push_back(reduced_case<fp16, float>(c, "f16_f32"));
+    cases.push_back(reduced_case<fp16, fp16>(c, "f16"));
+  }
+  return cases;
+}
+
+}  // namespace kaas::cases
