@@ -241,6 +241,7 @@ std::vector<Case> conv2d_cases() {
   grouped.params.auto_pad = AutoPad::kSameUpper;
   grouped.params.epilogue = {Activation::kLeakyRelu, 0.125f};
   cases.push_back(make_case(grouped, false, "conv2d_nchw_g3_s2/{backend}/{impl}"));
+  for (Case& k : conv2d_reduced_cases()) cases.push_back(std::move(k));
   return cases;
 }
 

@@ -46,5 +46,7 @@ ConvCase conv_emtrk_layer(int64_t batch);
 std::vector<int64_t> conv_emtrk_batches();
 
 std::vector<Case> conv2d_cases();
+// bf16 / fp16 activations and weights (cases/conv2d_reduced_cases.cc); part of conv2d_cases().
+std::vector<Case> conv2d_reduced_cases();
 
 }  // namespace kaas::cases

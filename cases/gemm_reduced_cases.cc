@@ -9,30 +9,12 @@
 
 #include "cases/gemm_cases.h"
 #include "cases/guarded.h"
+#include "cases/reduced.h"
 #include "cases/reference.h"
 
 namespace kaas::cases {
 
 namespace {
-
-template <class T>
-constexpr double unit_roundoff() {
-  return std::is_same_v<T, bf16> ? 0x1p-8 : 0x1p-11;
-}
-
-template <class T>
-std::vector<T> rounded(const std::vector<float>& x) {
-  std::vector<T> r(x.size());
-  for (size_t i = 0; i < x.size(); ++i) r[i] = math::round_to<T>(x[i]);
-  return r;
-}
-
-template <class T>
-std::vector<float> widened(const std::vector<T>& x) {
-  std::vector<float> w(x.size());
-  for (size_t i = 0; i < x.size(); ++i) w[i] = math::to_float(x[i]);
-  return w;
-}
 
 template <class T, class TY>
 class ReducedGemmInstance : public Instance {

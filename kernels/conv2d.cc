@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kaas/kernels/cpu/conv2d_simd.h"
 #include "kaas/kernels/detail/checks.h"
@@ -105,8 +107,9 @@ View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
 }
 
 // Whether a CPU fast path (either ISA) can run these arguments; the ISA is checked by the caller.
-bool simd_applies(const Queue& queue, const View<const float, 4>& input,
-                  const View<float, 4>& output, const Conv2dParams& params) {
+template <class T>
+bool simd_applies(const Queue& queue, const View<const T, 4>& input, const View<T, 4>& output,
+                  const Conv2dParams& params) {
   const BackendId id = queue.backend_id();
   return (id == BackendId::kSerial || id == BackendId::kOpenmp) && params.layout == Layout::kNHWC &&
          params.groups == 1 && (input.extent[3] <= 1 || input.stride[3] == 1) &&
@@ -114,8 +117,9 @@ bool simd_applies(const Queue& queue, const View<const float, 4>& input,
 }
 
 // Checks everything and returns the output shape.
-Conv2dShape check_all(const View<const float, 4>& input, const View<const float, 4>& weight,
-                      const View<float, 4>& output, const Conv2dParams& params) {
+template <class T>
+Conv2dShape check_all(const View<const T, 4>& input, const View<const T, 4>& weight,
+                      const View<T, 4>& output, const Conv2dParams& params) {
   check_params(params);
   detail::check_view(input, kKernel, "input");
   detail::check_view(weight, kKernel, "weight");
@@ -134,11 +138,11 @@ Conv2dShape check_all(const View<const float, 4>& input, const View<const float,
   return shape;
 }
 
-Conv2dImpl select(const Queue& queue, const View<const float, 4>& input,
-                  const View<float, 4>& output, const Conv2dParams& params,
-                  const Conv2dShape& shape) {
+template <class T>
+Conv2dImpl select(const Queue& queue, const View<const T, 4>& input, const View<T, 4>& output,
+                  const Conv2dParams& params, const Conv2dShape& shape) {
   const bool applies = simd_applies(queue, input, output, params);
-  const bool avx2 = applies && conv2d_avx2_available();
+  const bool avx2 = std::is_same_v<T, float> && applies && conv2d_avx2_available();  // fp32 only
   const bool avx512 = applies && conv2d_avx512_available();
   switch (params.impl) {
     case Conv2dImpl::kPortable:
@@ -266,50 +270,93 @@ Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
   return select(queue, input, output, params, shape);
 }
 
-void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
-            View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
-            LaunchConfig config) {
+namespace {
+
+// The AVX-512 / AVX2 argument block of a conv2d call (weight and bias as given, fp32).
+simd::Conv2dNhwcArgs simd_args(const Queue& queue, const View<const float, 4>& weight,
+                               const View1<const float>& bias, const Conv2dParams& params,
+                               const Conv2dShape& shape) {
+  simd::Conv2dNhwcArgs a{};
+  a.weight = weight.data;
+  for (int d = 0; d < 4; ++d) a.weight_stride[d] = weight.stride[d];
+  a.bias = bias.extent[0] > 0 ? bias.data : nullptr;
+  a.bias_stride = bias.stride[0];
+  a.batch = shape.batch;
+  a.in_channels = shape.in_channels;
+  a.in_h = shape.in_h;
+  a.in_w = shape.in_w;
+  a.out_channels = shape.out_channels;
+  a.out_h = shape.out_h;
+  a.out_w = shape.out_w;
+  a.kernel_h = weight.extent[2];
+  a.kernel_w = weight.extent[3];
+  a.stride_h = params.stride_h;
+  a.stride_w = params.stride_w;
+  a.dilation_h = params.dilation_h;
+  a.dilation_w = params.dilation_w;
+  a.pad_top = shape.pad_top;
+  a.pad_left = shape.pad_left;
+  a.epilogue = params.epilogue;
+  a.parallel = queue.backend_id() == BackendId::kOpenmp;
+  return a;
+}
+
+template <class T>
+void set_activations(simd::Conv2dNhwcArgs& a, const View<const T, 4>& input,
+                     const View<T, 4>& output) {
+  a.in_stride_n = input.stride[0];
+  a.in_stride_h = input.stride[1];
+  a.in_stride_w = input.stride[2];
+  a.out_stride_n = output.stride[0];
+  a.out_stride_h = output.stride[1];
+  a.out_stride_w = output.stride[2];
+  if constexpr (std::is_same_v<T, float>) {
+    a.input = input.data;
+    a.output = output.data;
+  } else {
+    a.storage = std::is_same_v<T, bf16> ? simd::Conv2dStorage::kBf16 : simd::Conv2dStorage::kFp16;
+    a.input16 = reinterpret_cast<const uint16_t*>(input.data);
+    a.output16 = reinterpret_cast<uint16_t*>(output.data);
+  }
+}
+
+template <class T>
+void conv2d_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> weight,
+                  View1<const float> bias, View<T, 4> output, const Conv2dParams& params,
+                  const LaunchConfig& config) {
   const Conv2dShape shape = check_all(input, weight, output, params);
   detail::check_view(bias, kKernel, "bias");
   require(bias.extent[0] == 0 || bias.extent[0] == shape.out_channels, kKernel, "bias extent",
           "0 or " + str(shape.out_channels), str(bias.extent[0]));
   detail::check_config(config, kKernel);
+  if constexpr (!std::is_same_v<T, float>) {
+    require(params.impl != Conv2dImpl::kAvx2, kKernel, "impl for bf16 / fp16 activations",
+            "kAuto, kPortable or kAvx512", "kAvx2");
+  }
   const Conv2dImpl impl = select(queue, input, output, params, shape);
   if (output.size() == 0) return;
 
   if (impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512) {
     // CPU backends run launches synchronously on the calling thread, so calling the fast path
-    // here keeps the queue's order.
-    simd::Conv2dNhwcArgs a{};
-    a.input = input.data;
-    a.in_stride_n = input.stride[0];
-    a.in_stride_h = input.stride[1];
-    a.in_stride_w = input.stride[2];
-    a.weight = weight.data;
-    for (int d = 0; d < 4; ++d) a.weight_stride[d] = weight.stride[d];
-    a.bias = bias.extent[0] > 0 ? bias.data : nullptr;
-    a.bias_stride = bias.stride[0];
-    a.output = output.data;
-    a.out_stride_n = output.stride[0];
-    a.out_stride_h = output.stride[1];
-    a.out_stride_w = output.stride[2];
-    a.batch = shape.batch;
-    a.in_channels = shape.in_channels;
-    a.in_h = shape.in_h;
-    a.in_w = shape.in_w;
-    a.out_channels = shape.out_channels;
-    a.out_h = shape.out_h;
-    a.out_w = shape.out_w;
-    a.kernel_h = weight.extent[2];
-    a.kernel_w = weight.extent[3];
-    a.stride_h = params.stride_h;
-    a.stride_w = params.stride_w;
-    a.dilation_h = params.dilation_h;
-    a.dilation_w = params.dilation_w;
-    a.pad_top = shape.pad_top;
-    a.pad_left = shape.pad_left;
-    a.epilogue = params.epilogue;
-    a.parallel = queue.backend_id() == BackendId::kOpenmp;
+    // here keeps the queue's order. The 16-bit paths take the weights widened to fp32 (exact).
+    std::vector<float> widened;
+    View<const float, 4> weight32;
+    if constexpr (std::is_same_v<T, float>) {
+      weight32 = weight;
+    } else {
+      widened.resize(static_cast<size_t>(weight.size()));
+      size_t i = 0;
+      for (int64_t o = 0; o < weight.extent[0]; ++o)
+        for (int64_t c = 0; c < weight.extent[1]; ++c)
+          for (int64_t h = 0; h < weight.extent[2]; ++h)
+            for (int64_t w = 0; w < weight.extent[3]; ++w)
+              widened[i++] = math::to_float(weight(o, c, h, w));
+      weight32 =
+          make_view<4>(static_cast<const float*>(widened.data()),
+                       {weight.extent[0], weight.extent[1], weight.extent[2], weight.extent[3]});
+    }
+    simd::Conv2dNhwcArgs a = simd_args(queue, weight32, bias, params, shape);
+    set_activations(a, input, output);
     if (impl == Conv2dImpl::kAvx512) {
       simd::conv2d_nhwc_avx512(a);
     } else {
@@ -322,6 +369,26 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
                           shape.pad_top,   shape.pad_left,  params.groups,     params.epilogue};
   KAAS_RETURN_LAUNCH(queue, conv2d_launch, queue, as_nchw(input, params.layout), weight, bias,
                      as_nchw(output, params.layout), geometry, config);
+}
+
+}  // namespace
+
+void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
+            View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
+            LaunchConfig config) {
+  conv2d_typed(queue, input, weight, bias, output, params, config);
+}
+
+void conv2d(const Queue& queue, View<const bf16, 4> input, View<const bf16, 4> weight,
+            View1<const float> bias, View<bf16, 4> output, const Conv2dParams& params,
+            LaunchConfig config) {
+  conv2d_typed(queue, input, weight, bias, output, params, config);
+}
+
+void conv2d(const Queue& queue, View<const fp16, 4> input, View<const fp16, 4> weight,
+            View1<const float> bias, View<fp16, 4> output, const Conv2dParams& params,
+            LaunchConfig config) {
+  conv2d_typed(queue, input, weight, bias, output, params, config);
 }
 
 }  // namespace kaas

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "kaas/backends/dispatch.h"
+#include "kaas/backends/half.h"
 #include "kaas/backends/launch_config.h"
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
@@ -61,6 +62,17 @@ void conv2d(const Queue& queue, View<const float, 4> input, View<const float, 4>
             View1<const float> bias, View<float, 4> output, const Conv2dParams& params,
             LaunchConfig config = {});
 
+// Reduced precision: input, weight and output stored as bf16 (or all fp16), widened to fp32 for
+// the products, accumulated in fp32 with an fp32 bias and activation, the output rounded once
+// (to nearest even). kAuto runs the AVX-512 path (which loads and stores the 16-bit types
+// itself) where it applies, else kPortable; kAvx2 is not offered.
+void conv2d(const Queue& queue, View<const bf16, 4> input, View<const bf16, 4> weight,
+            View1<const float> bias, View<bf16, 4> output, const Conv2dParams& params,
+            LaunchConfig config = {});
+void conv2d(const Queue& queue, View<const fp16, 4> input, View<const fp16, 4> weight,
+            View1<const float> bias, View<fp16, 4> output, const Conv2dParams& params,
+            LaunchConfig config = {});
+
 // The implementation conv2d() runs for these arguments (kPortable, kAvx2 or kAvx512;
 // params.impl is honoured when it applies). Throws like conv2d() for bad arguments, and for
 // kAvx2 / kAvx512 where that fast path does not apply.
@@ -86,5 +98,11 @@ struct Conv2dGeometry {
 KAAS_DECLARE_LAUNCHER(void, conv2d_launch,
                       (const Queue&, View<const float, 4>, View<const float, 4>, View1<const float>,
                        View<float, 4>, Conv2dGeometry, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, conv2d_launch,
+                      (const Queue&, View<const bf16, 4>, View<const bf16, 4>, View1<const float>,
+                       View<bf16, 4>, Conv2dGeometry, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, conv2d_launch,
+                      (const Queue&, View<const fp16, 4>, View<const fp16, 4>, View1<const float>,
+                       View<fp16, 4>, Conv2dGeometry, LaunchConfig))
 
 }  // namespace kaas

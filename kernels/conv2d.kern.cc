@@ -23,10 +23,13 @@ struct Conv2dTiling {
   int64_t tp;  // output pixels per tile (multiple of kMicro)
 };
 
+// T: the storage type of input and weight (float, bf16 or fp16), widened to float as they are
+// staged; the output is T too, rounded once at the store. Accumulation and bias are fp32.
+template <class T>
 struct Conv2dKernel {
   static constexpr const char* kName = "conv2d";
-  KAAS_KERNEL void operator()(const Ctx& ctx, View<const float, 4> in, View<const float, 4> w,
-                              View1<const float> bias, View<float, 4> out, Conv2dGeometry g,
+  KAAS_KERNEL void operator()(const Ctx& ctx, View<const T, 4> in, View<const T, 4> w,
+                              View1<const float> bias, View<T, 4> out, Conv2dGeometry g,
                               Conv2dTiling t) const {
     const int64_t batch = in.extent[0], height = in.extent[2], width = in.extent[3];
     const int64_t cout_g = w.extent[0] / g.groups, cin_g = w.extent[1];
@@ -64,7 +67,7 @@ struct Conv2dKernel {
             const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
             const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
             if (ih >= 0 && ih < height && iw >= 0 && iw < width) {
-              v = in(n, grp * cin_g + ci, ih, iw);
+              v = math::to_float(in(n, grp * cin_g + ci, ih, iw));
             }
           }
           xs[i] = v;
@@ -77,7 +80,7 @@ struct Conv2dKernel {
           if (co < cout_g && r < rlen) {
             const int64_t ci = rg / khw, kk = rg - ci * khw;
             const int64_t kh = kk / kw_n, kw = kk - kh * kw_n;
-            v = w(grp * cout_g + co, ci, kh, kw);
+            v = math::to_float(w(grp * cout_g + co, ci, kh, kw));
           }
           ws[i] = v;
         }
@@ -117,7 +120,7 @@ struct Conv2dKernel {
           const int64_t channel = grp * cout_g + co;
           float v = acc[o];
           if (has_bias) v += bias[channel];
-          out(n, channel, oh, ow) = apply(g.epilogue, v);
+          out(n, channel, oh, ow) = math::round_to<T>(apply(g.epilogue, v));
         }
       }
     }
@@ -134,11 +137,10 @@ int64_t channel_tile(int64_t cout_g) {
   return best;
 }
 
-}  // namespace
-
-void conv2d_launch(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
-                   View1<const float> bias, View<float, 4> output, Conv2dGeometry geometry,
-                   LaunchConfig config) {
+template <class T>
+void conv2d_launch_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> weight,
+                         View1<const float> bias, View<T, 4> output, Conv2dGeometry geometry,
+                         LaunchConfig config) {
   const int64_t cout_g = weight.extent[0] / geometry.groups;
   const int64_t pixels = output.extent[0] * output.extent[2] * output.extent[3];
   if (cout_g == 0 || pixels == 0) return;
@@ -152,8 +154,26 @@ void conv2d_launch(const Queue& queue, View<const float, 4> input, View<const fl
   const size_t shared_bytes =
       sizeof(float) *
       static_cast<size_t>(tiling.tc * tiling.tp + kChunk * tiling.tp + tiling.tc * kChunk);
-  launch(queue, groups, size, shared_bytes, Conv2dKernel{}, input, weight, bias, output, geometry,
-         tiling);
+  launch(queue, groups, size, shared_bytes, Conv2dKernel<T>{}, input, weight, bias, output,
+         geometry, tiling);
+}
+
+}  // namespace
+
+void conv2d_launch(const Queue& queue, View<const float, 4> input, View<const float, 4> weight,
+                   View1<const float> bias, View<float, 4> output, Conv2dGeometry geometry,
+                   LaunchConfig config) {
+  conv2d_launch_typed(queue, input, weight, bias, output, geometry, config);
+}
+void conv2d_launch(const Queue& queue, View<const bf16, 4> input, View<const bf16, 4> weight,
+                   View1<const float> bias, View<bf16, 4> output, Conv2dGeometry geometry,
+                   LaunchConfig config) {
+  conv2d_launch_typed(queue, input, weight, bias, output, geometry, config);
+}
+void conv2d_launch(const Queue& queue, View<const fp16, 4> input, View<const fp16, 4> weight,
+                   View1<const float> bias, View<fp16, 4> output, Conv2dGeometry geometry,
+                   LaunchConfig config) {
+  conv2d_launch_typed(queue, input, weight, bias, output, geometry, config);
 }
 
 }  // namespace kaas::KAAS_BACKEND_NS

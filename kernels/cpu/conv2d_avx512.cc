@@ -78,27 +78,81 @@ class AlignedFloats {
   float* data_;
 };
 
-// Stores the first `lanes` channels of v (all 16 when lanes >= 16).
-[[gnu::always_inline]] inline void store(const Plan& plan, float* dst, __m512 v, int64_t lanes) {
-  v = activate_avx512(v, plan.a->epilogue);
-  if (lanes >= kLanes) {
-    if (plan.stream) {
-      _mm512_stream_ps(dst, v);
-    } else {
-      _mm512_storeu_ps(dst, v);
+// The maskz forms below (all lanes) because GCC 12 reports the unmasked intrinsics' internal
+// _mm512_undefined_* as uninitialised.
+constexpr __mmask16 kAll = 0xffff;
+
+// How activations are stored: fp32, or bf16 / fp16 bit patterns. `broadcast` widens one input
+// value into every lane (exactly); `store` rounds 16 (or `lanes`) results to nearest even.
+struct F32 {
+  using Elem = float;
+  static __m512 broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static void store(const Plan& plan, float* dst, __m512 v, int64_t lanes) {
+    if (lanes >= kLanes) {
+      if (plan.stream) {
+        _mm512_stream_ps(dst, v);
+      } else {
+        _mm512_storeu_ps(dst, v);
+      }
+    } else if (lanes > 0) {
+      _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << lanes) - 1u), v);
     }
+  }
+};
+
+[[gnu::always_inline]] inline void store16(uint16_t* dst, __m256i v, int64_t lanes) {
+  if (lanes >= kLanes) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
   } else if (lanes > 0) {
-    _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << lanes) - 1u), v);
+    _mm256_mask_storeu_epi16(dst, static_cast<__mmask16>((1u << lanes) - 1u), v);
   }
 }
 
+struct Bf16 {
+  using Elem = uint16_t;
+  static __m512 broadcast(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(uint32_t(*p) << 16)));
+  }
+  // The integer rounding of math::portable::float_to_bf16, lane-wise (AVX-512 F only; the
+  // AVX512-BF16 instruction treats subnormal inputs as zero, which the oracle does not).
+  static void store(const Plan&, uint16_t* dst, __m512 v, int64_t lanes) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i high = _mm512_maskz_srli_epi32(kAll, u, 16);
+    const __m512i odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
+    const __m512i sum = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i r = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi32(kAll, sum, 16), nan,
+                                            _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+    store16(dst, _mm512_maskz_cvtepi32_epi16(kAll, r), lanes);
+  }
+};
+
+struct Fp16 {
+  using Elem = uint16_t;
+  static __m512 broadcast(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(kAll, _mm256_set1_epi16(static_cast<short>(*p)));
+  }
+  static void store(const Plan&, uint16_t* dst, __m512 v, int64_t lanes) {
+    store16(dst, _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+            lanes);
+  }
+};
+
+// Stores the first `lanes` channels of v (all 16 when lanes >= 16).
+template <class S>
+[[gnu::always_inline]] inline void store(const Plan& plan, typename S::Elem* dst, __m512 v,
+                                         int64_t lanes) {
+  S::store(plan, dst, activate_avx512(v, plan.a->epilogue), lanes);
+}
+
 // The V channel vectors of one output pixel at `dst` (channel c0 of the block).
-template <int V>
-[[gnu::always_inline]] inline void store_pixel(const Plan& plan, float* dst, int64_t left,
-                                               __m512 v0, __m512 v1, __m512 v2) {
-  store(plan, dst, v0, left);
-  if constexpr (V > 1) store(plan, dst + kLanes, v1, left - kLanes);
-  if constexpr (V > 2) store(plan, dst + 2 * kLanes, v2, left - 2 * kLanes);
+template <class S, int V>
+[[gnu::always_inline]] inline void store_pixel(const Plan& plan, typename S::Elem* dst,
+                                               int64_t left, __m512 v0, __m512 v1, __m512 v2) {
+  store<S>(plan, dst, v0, left);
+  if constexpr (V > 1) store<S>(plan, dst + kLanes, v1, left - kLanes);
+  if constexpr (V > 2) store<S>(plan, dst + 2 * kLanes, v2, left - 2 * kLanes);
 }
 
 template <int V>
@@ -119,9 +173,10 @@ template <int V>
 
 // P (1..8) output pixels starting at `ow` whose windows lie inside the input along w; kh in
 // [kh0, kh1) is valid along h. `c0` is the first channel of the block of V (1..3) vectors.
-template <int V, int P>
-[[gnu::noinline]] void interior(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
-                                int64_t kh1, int64_t ow, int64_t c0, float* out_row) {
+template <class S, int V, int P>
+[[gnu::noinline]] void interior(const Plan& plan, const typename S::Elem* in_n, int64_t ih0,
+                                int64_t kh0, int64_t kh1, int64_t ow, int64_t c0,
+                                typename S::Elem* out_row) {
   static_assert(V >= 1 && V <= kMaxVectors && P >= 1 && P <= kPixels);
   const Conv2dNhwcArgs& a = *plan.a;
   __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
@@ -138,118 +193,146 @@ template <int V, int P>
   const int64_t run = dense ? a.kernel_w * cin : cin;
   const int64_t kw_n = dense ? 1 : a.kernel_w;
   for (int64_t kh = kh0; kh < kh1; ++kh) {
-    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
+    const auto* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
     for (int64_t kw = 0; kw < kw_n; ++kw) {
-      const float* ip = row + (iw0 + kw * a.dilation_w) * a.in_stride_w;
+      const auto* ip = row + (iw0 + kw * a.dilation_w) * a.in_stride_w;
       const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
       for (int64_t j = 0; j < run; ++j) {
         __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
         load_weights<V>(wk + j * cpad, w0, w1, w2);
-        const float* x = ip + j;
-        fma_pixel<V>(_mm512_set1_ps(x[0]), w0, w1, w2, a00, a01, a02);
-        if constexpr (P > 1) fma_pixel<V>(_mm512_set1_ps(x[step]), w0, w1, w2, a10, a11, a12);
-        if constexpr (P > 2) fma_pixel<V>(_mm512_set1_ps(x[2 * step]), w0, w1, w2, a20, a21, a22);
-        if constexpr (P > 3) fma_pixel<V>(_mm512_set1_ps(x[3 * step]), w0, w1, w2, a30, a31, a32);
-        if constexpr (P > 4) fma_pixel<V>(_mm512_set1_ps(x[4 * step]), w0, w1, w2, a40, a41, a42);
-        if constexpr (P > 5) fma_pixel<V>(_mm512_set1_ps(x[5 * step]), w0, w1, w2, a50, a51, a52);
-        if constexpr (P > 6) fma_pixel<V>(_mm512_set1_ps(x[6 * step]), w0, w1, w2, a60, a61, a62);
-        if constexpr (P > 7) fma_pixel<V>(_mm512_set1_ps(x[7 * step]), w0, w1, w2, a70, a71, a72);
+        const auto* x = ip + j;
+        fma_pixel<V>(S::broadcast(x), w0, w1, w2, a00, a01, a02);
+        if constexpr (P > 1) fma_pixel<V>(S::broadcast(x + step), w0, w1, w2, a10, a11, a12);
+        if constexpr (P > 2) fma_pixel<V>(S::broadcast(x + 2 * step), w0, w1, w2, a20, a21, a22);
+        if constexpr (P > 3) fma_pixel<V>(S::broadcast(x + 3 * step), w0, w1, w2, a30, a31, a32);
+        if constexpr (P > 4) fma_pixel<V>(S::broadcast(x + 4 * step), w0, w1, w2, a40, a41, a42);
+        if constexpr (P > 5) fma_pixel<V>(S::broadcast(x + 5 * step), w0, w1, w2, a50, a51, a52);
+        if constexpr (P > 6) fma_pixel<V>(S::broadcast(x + 6 * step), w0, w1, w2, a60, a61, a62);
+        if constexpr (P > 7) fma_pixel<V>(S::broadcast(x + 7 * step), w0, w1, w2, a70, a71, a72);
       }
     }
   }
   const int64_t left = a.out_channels - c0, ostep = a.out_stride_w;
-  float* dst = out_row + ow * ostep + c0;
-  store_pixel<V>(plan, dst, left, a00, a01, a02);
-  if constexpr (P > 1) store_pixel<V>(plan, dst + ostep, left, a10, a11, a12);
-  if constexpr (P > 2) store_pixel<V>(plan, dst + 2 * ostep, left, a20, a21, a22);
-  if constexpr (P > 3) store_pixel<V>(plan, dst + 3 * ostep, left, a30, a31, a32);
-  if constexpr (P > 4) store_pixel<V>(plan, dst + 4 * ostep, left, a40, a41, a42);
-  if constexpr (P > 5) store_pixel<V>(plan, dst + 5 * ostep, left, a50, a51, a52);
-  if constexpr (P > 6) store_pixel<V>(plan, dst + 6 * ostep, left, a60, a61, a62);
-  if constexpr (P > 7) store_pixel<V>(plan, dst + 7 * ostep, left, a70, a71, a72);
+  auto* dst = out_row + ow * ostep + c0;
+  store_pixel<S, V>(plan, dst, left, a00, a01, a02);
+  if constexpr (P > 1) store_pixel<S, V>(plan, dst + ostep, left, a10, a11, a12);
+  if constexpr (P > 2) store_pixel<S, V>(plan, dst + 2 * ostep, left, a20, a21, a22);
+  if constexpr (P > 3) store_pixel<S, V>(plan, dst + 3 * ostep, left, a30, a31, a32);
+  if constexpr (P > 4) store_pixel<S, V>(plan, dst + 4 * ostep, left, a40, a41, a42);
+  if constexpr (P > 5) store_pixel<S, V>(plan, dst + 5 * ostep, left, a50, a51, a52);
+  if constexpr (P > 6) store_pixel<S, V>(plan, dst + 6 * ostep, left, a60, a61, a62);
+  if constexpr (P > 7) store_pixel<S, V>(plan, dst + 7 * ostep, left, a70, a71, a72);
 }
 
 // One output pixel whose window may be clipped along w.
-template <int V>
-[[gnu::noinline]] void border(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
-                              int64_t kh1, int64_t ow, int64_t c0, float* out_row) {
+template <class S, int V>
+[[gnu::noinline]] void border(const Plan& plan, const typename S::Elem* in_n, int64_t ih0,
+                              int64_t kh0, int64_t kh1, int64_t ow, int64_t c0,
+                              typename S::Elem* out_row) {
   const Conv2dNhwcArgs& a = *plan.a;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
   load_weights<V>(plan.bias + c0, a0, a1, a2);
   const int64_t cin = a.in_channels, cpad = plan.cpad;
   const int64_t iw0 = ow * a.stride_w - a.pad_left;
   for (int64_t kh = kh0; kh < kh1; ++kh) {
-    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
+    const auto* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
     for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
       const int64_t iw = iw0 + kw * a.dilation_w;
       if (iw < 0 || iw >= a.in_w) continue;
-      const float* ip = row + iw * a.in_stride_w;
+      const auto* ip = row + iw * a.in_stride_w;
       const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
       for (int64_t ci = 0; ci < cin; ++ci) {
         __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
         load_weights<V>(wk + ci * cpad, w0, w1, w2);
-        fma_pixel<V>(_mm512_set1_ps(ip[ci]), w0, w1, w2, a0, a1, a2);
+        fma_pixel<V>(S::broadcast(ip + ci), w0, w1, w2, a0, a1, a2);
       }
     }
   }
-  store_pixel<V>(plan, out_row + ow * a.out_stride_w + c0, a.out_channels - c0, a0, a1, a2);
+  store_pixel<S, V>(plan, out_row + ow * a.out_stride_w + c0, a.out_channels - c0, a0, a1, a2);
 }
 
-template <int V>
-void channel_block(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int64_t kh1,
-                   int64_t ow_lo, int64_t ow_hi, int64_t c0, float* out_row) {
+template <class S, int V>
+void channel_block(const Plan& plan, const typename S::Elem* in_n, int64_t ih0, int64_t kh0,
+                   int64_t kh1, int64_t ow_lo, int64_t ow_hi, int64_t c0,
+                   typename S::Elem* out_row) {
   const int64_t ow_n = plan.a->out_w;
   int64_t ow = 0;
-  for (; ow < ow_lo; ++ow) border<V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+  for (; ow < ow_lo; ++ow) border<S, V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
   for (; ow + kPixels <= ow_hi; ow += kPixels) {
-    interior<V, kPixels>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+    interior<S, V, kPixels>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
   }
   if (ow + 4 <= ow_hi) {
-    interior<V, 4>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+    interior<S, V, 4>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
     ow += 4;
   }
   switch (ow_hi - ow) {
     case 3:
-      interior<V, 3>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      interior<S, V, 3>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
       break;
     case 2:
-      interior<V, 2>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      interior<S, V, 2>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
       break;
     case 1:
-      interior<V, 1>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+      interior<S, V, 1>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
       break;
     default:
       break;
   }
   for (ow = max64(ow, ow_hi); ow < ow_n; ++ow) {
-    border<V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
+    border<S, V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
   }
 }
 
-void run_row(const Plan& plan, int64_t row, int64_t ow_lo, int64_t ow_hi) {
+template <class S>
+void run_row(const Plan& plan, const typename S::Elem* input, typename S::Elem* output, int64_t row,
+             int64_t ow_lo, int64_t ow_hi) {
   const Conv2dNhwcArgs& a = *plan.a;
   const int64_t n = row / a.out_h, oh = row - n * a.out_h;
   const int64_t ih0 = oh * a.stride_h - a.pad_top;
   // kh with 0 <= ih0 + kh * dilation_h < in_h
   const int64_t kh0 = ih0 >= 0 ? 0 : (-ih0 + a.dilation_h - 1) / a.dilation_h;
   const int64_t kh1 = min64(ih0 < a.in_h ? (a.in_h - 1 - ih0) / a.dilation_h + 1 : 0, a.kernel_h);
-  const float* in_n = a.in_channels > 0 ? a.input + n * a.in_stride_n : nullptr;
-  float* out_row = a.output + n * a.out_stride_n + oh * a.out_stride_h;
+  const auto* in_n = a.in_channels > 0 ? input + n * a.in_stride_n : nullptr;
+  auto* out_row = output + n * a.out_stride_n + oh * a.out_stride_h;
   const int64_t vectors = plan.cpad / kLanes;
   for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVectors) {
     const int64_t c0 = v0 * kLanes;
     switch (min64(kMaxVectors, vectors - v0)) {
       case 3:
-        channel_block<3>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 3>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
       case 2:
-        channel_block<2>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 2>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
       default:
-        channel_block<1>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 1>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
     }
   }
+}
+
+template <class S>
+void run_rows(const Plan& plan, const typename S::Elem* input, typename S::Elem* output,
+              int64_t ow_lo, int64_t ow_hi) {
+  const Conv2dNhwcArgs& a = *plan.a;
+  const int64_t rows = a.batch * a.out_h;
+#if defined(_OPENMP)
+  // Inside an active parallel region the call stays on the calling thread (as launch()). Rows
+  // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
+  // machine does not hold up the others.
+  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    const int64_t threads = omp_get_num_threads();
+    const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
+#pragma omp for schedule(dynamic, chunk) nowait
+    for (int64_t row = 0; row < rows; ++row) run_row<S>(plan, input, output, row, ow_lo, ow_hi);
+    if (plan.stream) _mm_sfence();  // order this thread's streamed stores before the join
+  }
+#else
+  for (int64_t row = 0; row < rows; ++row) run_row<S>(plan, input, output, row, ow_lo, ow_hi);
+  if (plan.stream) _mm_sfence();
+#endif
 }
 
 bool aligned64(const void* p) {
@@ -280,9 +363,9 @@ void conv2d_nhwc_avx512(const Conv2dNhwcArgs& a) {
   // Streaming needs every full vector 64-byte aligned: the base and all pixel strides.
   const int64_t out_bytes =
       a.batch * a.out_h * a.out_w * a.out_channels * static_cast<int64_t>(sizeof(float));
-  const bool stream = out_bytes >= kStreamBytes && aligned64(a.output) &&
-                      a.out_stride_n % kLanes == 0 && a.out_stride_h % kLanes == 0 &&
-                      a.out_stride_w % kLanes == 0;
+  const bool stream = a.storage == Conv2dStorage::kFloat32 && out_bytes >= kStreamBytes &&
+                      aligned64(a.output) && a.out_stride_n % kLanes == 0 &&
+                      a.out_stride_h % kLanes == 0 && a.out_stride_w % kLanes == 0;
   const Plan plan{&a, packed.data(), bias.data(), cpad, stream};
 
   // Output columns whose whole window lies inside the input along w: [ow_lo, ow_hi).
@@ -291,24 +374,14 @@ void conv2d_nhwc_avx512(const Conv2dNhwcArgs& a) {
   const int64_t last = a.in_w - 1 - span + a.pad_left;  // ow * stride_w <= last
   const int64_t ow_hi = min64(max64(last >= 0 ? last / a.stride_w + 1 : 0, ow_lo), a.out_w);
 
-  const int64_t rows = a.batch * a.out_h;
-#if defined(_OPENMP)
-  // Inside an active parallel region the call stays on the calling thread (as launch()). Rows
-  // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
-  // machine does not hold up the others.
-  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel)
-  {
-    const int64_t threads = omp_get_num_threads();
-    const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
-#pragma omp for schedule(dynamic, chunk) nowait
-    for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
-    if (stream) _mm_sfence();  // order this thread's streamed stores before the join
+  switch (a.storage) {
+    case Conv2dStorage::kFloat32:
+      return run_rows<F32>(plan, a.input, a.output, ow_lo, ow_hi);
+    case Conv2dStorage::kBf16:
+      return run_rows<Bf16>(plan, a.input16, a.output16, ow_lo, ow_hi);
+    case Conv2dStorage::kFp16:
+      return run_rows<Fp16>(plan, a.input16, a.output16, ow_lo, ow_hi);
   }
-#else
-  for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
-  if (stream) _mm_sfence();
-#endif
 }
 
 }  // namespace kaas::simd

@@ -12,14 +12,20 @@
 
 namespace kaas::simd {
 
+// How input and output are stored; the weights and bias are always fp32 (widened by the caller).
+enum class Conv2dStorage { kFloat32, kBf16, kFp16 };
+
 struct Conv2dNhwcArgs {
-  const float* input;  // [n][h][w][c], channel stride 1
+  Conv2dStorage storage = Conv2dStorage::kFloat32;  // 16-bit types: AVX-512 variant only
+  const float* input;                               // [n][h][w][c], channel stride 1 (kFloat32)
+  const uint16_t* input16;                          // the same for kBf16 / kFp16 (bit patterns)
   int64_t in_stride_n, in_stride_h, in_stride_w;
   const float* weight;  // OIHW with any strides
   int64_t weight_stride[4];
   const float* bias;  // nullptr: no bias
   int64_t bias_stride;
-  float* output;  // [n][oh][ow][c], channel stride 1
+  float* output;       // [n][oh][ow][c], channel stride 1 (kFloat32)
+  uint16_t* output16;  // the same for kBf16 / kFp16, rounded to nearest even
   int64_t out_stride_n, out_stride_h, out_stride_w;
   int64_t batch, in_channels, in_h, in_w, out_channels, out_h, out_w, kernel_h, kernel_w;
   int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
