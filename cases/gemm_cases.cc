@@ -74,18 +74,20 @@ std::string_view gemm_impl_name(GemmImpl impl) {
       return "avx512";
     case GemmImpl::kAvx2:
       return "avx2";
+    case GemmImpl::kAvx512Bf16:
+      return "avx512_bf16";
   }
   return "unknown";
 }
 
 GemmImpl gemm_impl_from_name(std::string_view name) {
   for (GemmImpl impl : {GemmImpl::kAuto, GemmImpl::kPortable, GemmImpl::kVendor, GemmImpl::kAvx512,
-                        GemmImpl::kAvx2}) {
+                        GemmImpl::kAvx2, GemmImpl::kAvx512Bf16}) {
     if (gemm_impl_name(impl) == name) return impl;
   }
   throw Error(ErrorCode::kInvalidArgument,
-              "gemm case: impl: expected auto, portable, vendor, avx512 or "
-              "avx2, received " +
+              "gemm case: impl: expected auto, portable, vendor, avx512, "
+              "avx2 or avx512_bf16, received " +
                   std::string(name));
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "cases/gemm_cases.h"
 #include "cases/guarded.h"
@@ -27,14 +28,28 @@ class ReducedGemmInstance : public Instance {
         a_(queue, rounded<T>(in_.a)),
         b_(queue, rounded<T>(in_.b)),
         c_values_(queue, in_.c),
-        y_(queue, size_t(c.m * c.n)) {}
+        y_(queue, size_t(c.m * c.n)) {
+    if constexpr (std::is_same_v<T, bf16>) {  // op(B) packed in K-pairs for kAvx512Bf16
+      const std::vector<bf16> b = rounded<bf16>(in_.b);
+      const auto b_view =
+          c.trans_b ? make_view<2>(b.data(), {c.n, c.k}) : make_view<2>(b.data(), {c.k, c.n});
+      View2<const bf16> op_b = b_view;
+      if (c.trans_b) {
+        std::swap(op_b.extent[0], op_b.extent[1]);
+        std::swap(op_b.stride[0], op_b.stride[1]);
+      }
+      packed_storage_.resize(size_t(gemm_packed_bf16_elements(c.k, c.n)));
+      packed_ = gemm_pack_bf16(op_b, packed_storage_.data());
+    }
+  }
   void run() override {
     View2<const float> c_view;
     if (!in_.c.empty()) {
       c_view = make_view<2>(static_cast<const float*>(c_values_.data()), {in_.c_rows, in_.c_cols});
     }
-    const GemmParams params{c_.trans_a, c_.trans_b,  c_.alpha,
-                            c_.beta,    c_.epilogue, gemm_impl_from_name(options_.impl)};
+    GemmParams params{c_.trans_a, c_.trans_b,  c_.alpha,
+                      c_.beta,    c_.epilogue, gemm_impl_from_name(options_.impl)};
+    if (packed_.pairs != nullptr) params.packed_b = &packed_;
     const T* a = a_.data();
     const T* b = b_.data();
     const auto a_view = c_.trans_a ? make_view<2>(a, {c_.k, c_.m}) : make_view<2>(a, {c_.m, c_.k});
@@ -69,6 +84,8 @@ class ReducedGemmInstance : public Instance {
   Guarded<T> a_, b_;
   Guarded<float> c_values_;
   Guarded<TY> y_;
+  std::vector<bf16> packed_storage_;
+  GemmPackedBf16 packed_;
 };
 
 template <class T, class TY>
@@ -82,7 +99,14 @@ Case reduced_case(const GemmCase& c, const std::string& types) {
   k.bytes = 2.0 * double(c.m * c.k + c.k * c.n) + double(sizeof(TY)) * 2.0 * double(c.m * c.n);
   k.flops = 2.0 * double(c.m) * double(c.k) * double(c.n);
   k.reference_ops = 2 * k.flops;
-  k.impls = [](const Backend&) { return std::vector<std::string>{"auto", "portable"}; };
+  k.impls = [c](const Backend& backend) {
+    std::vector<std::string> names = {"auto", "portable"};
+    const bool cpu = backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp;
+    if (std::is_same_v<T, bf16> && std::is_same_v<TY, float> && cpu && c.n % 16 == 0 &&
+        gemm_avx512_bf16_available())
+      names.emplace_back("avx512_bf16");
+    return names;
+  };
   k.prepare = [c](const Queue& queue, const RunOptions& options) {
     return std::make_unique<ReducedGemmInstance<T, TY>>(queue, c, options);
   };
@@ -97,6 +121,9 @@ std::vector<Case> gemm_reduced_cases() {
       {17, 61, 33, false, true, CKind::kRow, relu, 1.0f, 1.0f, false, false},
       {33, 1452, 128, false, false, CKind::kRow, relu, 1.0f, 1.0f, false, false},
       {16, 92928, 128, false, false, CKind::kRow, relu, 1.0f, 1.0f, false, false},
+      // odd K (a zero-padded last pair), B^T, alpha and beta, a row tail of 1 and 3 vectors
+      {19, 77, 48, false, true, CKind::kRow, Epilogue{}, 0.5f, 2.0f, false, false},
+      {256, 92928, 128, false, false, CKind::kRow, relu, 1.0f, 1.0f, false, false},
   };
   std::vector<Case> cases;
   for (const GemmCase& c : shapes) {

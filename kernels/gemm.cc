@@ -1,6 +1,7 @@
 #include "kaas/kernels/gemm.h"
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kaas/backends/blas/vendor_blas.h"
@@ -75,6 +76,35 @@ bool gemm_avx512_available() {
   static const bool available =
       simd::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
   return available;
+}
+
+bool gemm_avx512_bf16_available() {
+  static const bool available = simd::gemm_avx512_bf16_compiled() && cpu_features().avx512f &&
+                                cpu_features().avx512bf16 && cpu_features().fma;
+  return available;
+}
+
+int64_t gemm_packed_bf16_elements(int64_t k, int64_t n) {
+  return (k + 1) / 2 * n * 2;
+}
+
+GemmPackedBf16 gemm_pack_bf16(View2<const bf16> op_b, bf16* pairs) {
+  detail::check_view(op_b, "gemm_pack_bf16", "B");
+  const int64_t k = op_b.extent[0], n = op_b.extent[1];
+  for (int64_t p = 0; p < (k + 1) / 2; ++p) {
+    for (int64_t j = 0; j < n; ++j) {
+      pairs[(p * n + j) * 2] = op_b(2 * p, j);
+      pairs[(p * n + j) * 2 + 1] = 2 * p + 1 < k ? op_b(2 * p + 1, j) : bf16{0};
+    }
+  }
+  return {pairs, k, n};
+}
+
+GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_t kc) {
+  require(k0 % 2 == 0 && k0 >= 0 && kc >= 0 && k0 + kc <= packed.k, "gemm_packed_rows",
+          "rows [k0, k0 + kc)", "k0 even, inside K = " + std::to_string(packed.k),
+          "k0, k0 + kc = " + shape(k0, k0 + kc));
+  return {packed.pairs + k0 / 2 * packed.n * 2, kc, packed.n};
 }
 
 bool gemm_avx2_available() {
@@ -153,8 +183,8 @@ GemmOperandsOf<T> check_gemm(View2<const T> a, View2<const T> b, View2<const flo
   ops.c_broadcast = broadcast_c(c, ops.m, ops.n);
   require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable ||
               params.impl == GemmImpl::kVendor || params.impl == GemmImpl::kAvx512 ||
-              params.impl == GemmImpl::kAvx2,
-          where, "impl", "kAuto, kPortable, kVendor, kAvx512 or kAvx2",
+              params.impl == GemmImpl::kAvx2 || params.impl == GemmImpl::kAvx512Bf16,
+          where, "impl", "kAuto, kPortable, kVendor, kAvx512, kAvx2 or kAvx512Bf16",
           std::to_string(static_cast<int>(params.impl)));
   return ops;
 }
@@ -237,15 +267,71 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
 
 namespace {
 
-// The reduced-precision products run the portable kernel (the oracle of any faster path).
+// Whether kAvx512Bf16 can run these operands: the packed B matches op(B), rows of op(A) and
+// y contiguous, N a multiple of 16.
+template <class TY>
+bool avx512_bf16_fits(const Queue& queue, const GemmOperandsOf<bf16>& ops, View2<TY> y,
+                      const GemmParams& params) {
+  const BackendId id = queue.backend_id();
+  const GemmPackedBf16* packed = params.packed_b;
+  return std::is_same_v<TY, float> && packed != nullptr && packed->pairs != nullptr &&
+         (id == BackendId::kSerial || id == BackendId::kOpenmp) && gemm_avx512_bf16_available() &&
+         packed->k == ops.k && packed->n == ops.n && ops.op_a.stride[1] == 1 && y.stride[1] == 1 &&
+         ops.n % 16 == 0;
+}
+
+template <class T, class TY>
+GemmImpl reduced_impl(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y,
+                      const GemmParams& params) {
+  bool fits = false;
+  if constexpr (std::is_same_v<T, bf16>) fits = avx512_bf16_fits(queue, ops, y, params);
+  switch (params.impl) {
+    case GemmImpl::kAuto:
+      return fits ? GemmImpl::kAvx512Bf16 : GemmImpl::kPortable;
+    case GemmImpl::kPortable:
+      return GemmImpl::kPortable;
+    case GemmImpl::kAvx512Bf16:
+      require(fits, "gemm", "impl kAvx512Bf16",
+              "bf16 operands on serial or openmp, an AVX512-BF16 CPU, params.packed_b equal to "
+              "op(B), unit column strides of op(A) and an fp32 Y, N % 16 == 0",
+              std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
+      return GemmImpl::kAvx512Bf16;
+    default:
+      throw Error(ErrorCode::kInvalidArgument,
+                  "gemm: impl for bf16 / fp16 operands: expected kAuto, kPortable or "
+                  "kAvx512Bf16 (bf16), received " +
+                      std::to_string(static_cast<int>(params.impl)));
+  }
+}
+
+// The reduced-precision products: the portable kernel (the oracle of any faster path), or the
+// AVX512-BF16 tiles for bf16 with a packed B.
 template <class T, class TY>
 void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<const float> c,
                   View2<TY> y, const GemmParams& params, const LaunchConfig& config) {
   const GemmOperandsOf<T> ops = check_gemm(a, b, c, y, params, config);
-  require(params.impl == GemmImpl::kAuto || params.impl == GemmImpl::kPortable, "gemm",
-          "impl for bf16 / fp16 operands", "kAuto or kPortable",
-          std::to_string(static_cast<int>(params.impl)));
+  const GemmImpl impl = reduced_impl(queue, ops, y, params);
   if (y.size() == 0) return;
+  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<TY, float>) {
+    if (impl == GemmImpl::kAvx512Bf16) {
+      const View2<const float>& cb = ops.c_broadcast;
+      const bool c_is_y = cb.data == y.data && cb.stride[0] == y.stride[0] &&
+                          cb.stride[1] == y.stride[1] && params.beta == 1.0f;
+      if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, cb, params.beta, y);
+      const simd::GemmBf16PairsArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
+                                         ops.op_a.stride[0],
+                                         reinterpret_cast<const uint16_t*>(params.packed_b->pairs),
+                                         y.data,
+                                         y.stride[0],
+                                         ops.m,
+                                         ops.n,
+                                         ops.k,
+                                         params.alpha,
+                                         params.epilogue,
+                                         queue.backend_id() == BackendId::kOpenmp};
+      return simd::gemm_avx512_bf16(args);
+    }
+  }
   KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
                      params.alpha, params.beta, params.epilogue, config);
 }

@@ -17,13 +17,28 @@
 namespace kaas {
 
 enum class GemmImpl {
-  kAuto,      // the first that applies: kAvx512, kVendor, kPortable
-              // (with rows_independent: kAvx512, kAvx2, kPortable)
-  kPortable,  // the single-source tiled kernel
-  kVendor,    // vendor BLAS or an kUnimplemented error
-  kAvx512,    // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
-  kAvx2,      // serial/openmp on an AVX2 + FMA CPU, row-major A, B and Y, N % 8 == 0
+  kAuto,        // the first that applies: kAvx512, kVendor, kPortable
+                // (with rows_independent: kAvx512, kAvx2, kPortable)
+  kPortable,    // the single-source tiled kernel
+  kVendor,      // vendor BLAS or an kUnimplemented error
+  kAvx512,      // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
+  kAvx2,        // serial/openmp on an AVX2 + FMA CPU, row-major A, B and Y, N % 8 == 0
+  kAvx512Bf16,  // bf16 operands: serial/openmp on an AVX512-BF16 CPU, row-major A, fp32 row-major
+                // Y, N % 16 == 0, op(B) packed in K-pairs (GemmParams::packed_b)
 };
+
+// op(B) of a bf16 product packed once (at model load) for kAvx512Bf16, whose vdpbf16ps
+// multiplies pairs of consecutive k: [ceil(K/2)][N][2] bf16, an odd K's last pair padded with
+// zero. Host memory; the caller keeps it alive and equal to op(B).
+struct GemmPackedBf16 {
+  const bf16* pairs = nullptr;
+  int64_t k = 0, n = 0;
+};
+int64_t gemm_packed_bf16_elements(int64_t k, int64_t n);
+// Packs op(b) (host-readable memory) into `pairs` (gemm_packed_bf16_elements(K, N) values).
+GemmPackedBf16 gemm_pack_bf16(View2<const bf16> op_b, bf16* pairs);
+// The packed rows [k0, k0 + kc) of op(B); k0 even.
+GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_t kc);
 
 struct GemmParams {
   bool trans_a = false;  // op(A) = A^T: a is [K, M]
@@ -36,6 +51,9 @@ struct GemmParams {
   // (not vendor BLAS, which rounds differently for different M): for model plans whose outputs
   // must not depend on batch composition.
   bool rows_independent = false;
+  // bf16 operands only: op(b) packed for kAvx512Bf16 (which kAuto then picks where it applies);
+  // b itself is still what the portable kernel reads.
+  const GemmPackedBf16* packed_b = nullptr;
 };
 
 // y[M,N] = act(alpha * op(a) . op(b) + beta * c). c broadcasts ONNX-style: extents [M,N], [1,N],
@@ -45,7 +63,8 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
 
 // Reduced precision: op(a) and op(b) stored as bf16 or fp16 (both the same type), widened to
 // fp32 for the products, which are accumulated in fp32; c, alpha, beta and the epilogue in fp32;
-// y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable.
+// y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable, or
+// kAvx512Bf16 for bf16 with params.packed_b (see GemmImpl).
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
           View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
@@ -71,6 +90,8 @@ const char* gemm_vendor_name(const Queue& queue);
 // Whether this CPU has what kAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
 bool gemm_avx512_available();
 bool gemm_avx2_available();
+// Whether this CPU has what kAvx512Bf16 needs (AVX-512 F and AVX512-BF16, zmm state saved).
+bool gemm_avx512_bf16_available();
 
 // Launchers: the tiled kernel, and the element-wise passes around a vendor call.
 KAAS_DECLARE_LAUNCHER(void, gemm_portable_launch,

@@ -23,6 +23,23 @@ struct GemmRowMajorArgs {
   bool parallel;  // spread (row block, column panel) tiles over the caller's OpenMP threads
 };
 
+// bf16 operands on AVX512-BF16 (gemm_avx512_bf16.cc): y[m, n] (fp32, holding beta * c or 0)
+// += alpha * a . b, b packed in K-pairs.
+struct GemmBf16PairsArgs {
+  const uint16_t* a;  // [m, k] bf16 bit patterns, row stride lda, unit column stride
+  int64_t lda;
+  const uint16_t* b_pairs;  // [ceil(k / 2)][n][2]: (b[2p][j], b[2p + 1][j]); an odd k's last
+                            // pair holds a zero second element
+  float* y;
+  int64_t ldy;
+  int64_t m, n, k;  // n % 16 == 0
+  float alpha;
+  Epilogue epilogue;
+  bool parallel;
+};
+bool gemm_avx512_bf16_compiled();
+void gemm_avx512_bf16(const GemmBf16PairsArgs& args);
+
 bool gemm_avx512_compiled();
 void gemm_avx512(const GemmRowMajorArgs& args);
 // The same tiles on AVX2 + FMA (n % 8 == 0), gemm_avx2.cc.

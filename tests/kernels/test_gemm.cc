@@ -273,6 +273,55 @@ TEST_P(GemmTest, RejectsBadShapesWithClearMessages) {
                  "matmul: batch dimension 0: expected equal or 1 (A has 2), received 3");
 }
 
+TEST_P(GemmTest, Bf16PackedPathKeepsRowsIndependentAndNamesWhatItNeeds) {
+  Queue queue(*GetParam());
+  const int64_t m = 13, k = 301, n = 32;  // odd K: the packed B ends with a zero-padded pair
+  std::vector<bf16> a(size_t(m * k)), b(size_t(k * n));
+  const auto af = random_floats(m * k, 21), bf = random_floats(k * n, 22);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = math::to_bf16(af[i]);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = math::to_bf16(bf[i]);
+  GuardedArray<bf16> da(queue, a), db(queue, b);
+  GuardedArray<float> dy(queue, m * n), d1(queue, n);
+  std::vector<bf16> pairs(size_t(gemm_packed_bf16_elements(k, n)));
+  const GemmPackedBf16 packed = gemm_pack_bf16(make_view<2>(b.data(), {k, n}), pairs.data());
+  const auto av = make_view<2>(static_cast<const bf16*>(da.view().data), {m, k});
+  const auto bv = make_view<2>(static_cast<const bf16*>(db.view().data), {k, n});
+  GemmParams explicit_fast;
+  explicit_fast.impl = GemmImpl::kAvx512Bf16;
+  const bool cpu =
+      queue.backend_id() == BackendId::kSerial || queue.backend_id() == BackendId::kOpenmp;
+  if (!cpu || !gemm_avx512_bf16_available()) {
+    explicit_fast.packed_b = &packed;
+    EXPECT_THROW(gemm(queue, av, bv, {}, make_view<2>(dy.view().data, {m, n}), explicit_fast),
+                 Error);
+    GTEST_SKIP() << "kAvx512Bf16 needs the serial or openmp backend on an AVX512-BF16 CPU";
+  }
+  try {  // without the packed B
+    gemm(queue, av, bv, {}, make_view<2>(dy.view().data, {m, n}), explicit_fast);
+    ADD_FAILURE() << "kAvx512Bf16 ran without params.packed_b";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("params.packed_b"), std::string::npos) << e.what();
+  }
+  explicit_fast.packed_b = &packed;
+  explicit_fast.epilogue = {Activation::kRelu, 0};
+  gemm(queue, av, bv, {}, make_view<2>(dy.view().data, {m, n}), explicit_fast);
+  const auto together = dy.read();
+  for (int64_t row : {int64_t(0), int64_t(7), m - 1}) {
+    gemm(queue, make_view<2>(static_cast<const bf16*>(da.view().data) + row * k, {1, k}), bv, {},
+         make_view<2>(d1.view().data, {1, n}), explicit_fast);
+    const auto alone = d1.read();
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(alone[j], together[row * n + j]) << "row " << row << " column " << j;
+  }
+  // A packed slice of rows [k0, k0 + kc) is the packing of those rows.
+  const GemmPackedBf16 slice = gemm_packed_rows(packed, 100, 201);
+  std::vector<bf16> repacked(size_t(gemm_packed_bf16_elements(201, n)));
+  gemm_pack_bf16(make_view<2>(b.data() + 100 * n, {201, n}), repacked.data());
+  for (size_t i = 0; i < repacked.size(); ++i)
+    ASSERT_EQ(slice.pairs[i].bits, repacked[i].bits) << i;
+  EXPECT_THROW(gemm_packed_rows(packed, 101, 10), Error);
+}
+
 // Every case of cases/gemm_cases.cc, with every implementation, against its host reference.
 TEST_P(GemmTest, EveryCaseMatchesItsReference) {
   expect_cases_pass(*GetParam(), "gemm");
