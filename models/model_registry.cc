@@ -34,6 +34,8 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
   OnnxModelOptions options;
   options.name = request.name;
   options.max_batch = std::max<int64_t>(max_batch, 1);
+  options.precision = precision_from_string(request.parameters.text("precision", "fp32"),
+                                            "model '" + request.name + "'");
   PreparedModel prepared;
   prepared.max_batch_size = max_batch;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {

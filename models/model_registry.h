@@ -37,6 +37,7 @@ class ModelParameters {
   // An integer in [min, max]; kInvalidArgument "model 'm': parameter k = 'x' ..." otherwise.
   int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) const;
   const std::map<std::string, std::string>& values() const { return values_; }
+  void set(const std::string& key, std::string value) { values_[key] = std::move(value); }
 
  private:
   std::string model_;

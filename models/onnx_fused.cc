@@ -139,15 +139,17 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string
 }
 
 int64_t slab_rows(const Graph& g, const ConvDenseHeads& p, const std::vector<Shape>& shapes,
-                  int64_t batch_tile, int64_t slab_bytes) {
+                  int64_t batch_tile, int64_t slab_bytes, int64_t element_bytes) {
   const Shape& y = shapes[g.ops[p.conv].output];  // [n, OH, OW, OC]
-  const int64_t row_bytes = batch_tile * y[2] * y[3] * int64_t(sizeof(float));
+  const int64_t row_bytes = batch_tile * y[2] * y[3] * element_bytes;
   return std::clamp<int64_t>(slab_bytes / std::max<int64_t>(row_bytes, 1), 1, y[1]);
 }
 
+template <class T>
 void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHeads& p,
                           const std::vector<Shape>& shapes,
-                          const std::function<float*(int)>& data_of, const FusedBuffers& buffers) {
+                          const std::function<float*(int)>& data_of,
+                          const FusedOperands<T>& operands, const FusedBuffers& buffers) {
   const Op& conv = g.ops[p.conv];
   const Op& dense1 = g.ops[p.dense1];
   Shape x = shapes[conv.inputs[0]];  // [n, H, W, C]
@@ -160,16 +162,14 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   const int64_t n1 = shapes[dense1.output][1];
   const int64_t tile = std::min(n, buffers.batch_tile);
   const int64_t rows_per_pass = buffers.rows_per_pass;
-  const float* input = data_of(conv.inputs[0]);
-  const auto weight =
-      make_view<4>(static_cast<const float*>(data_of(conv.inputs[1])), {w[0], w[1], w[2], w[3]});
+  const T* input = operands.input;
+  const auto weight = make_view<4>(operands.conv_weight, {w[0], w[1], w[2], w[3]});
   View1<const float> conv_bias;
   if (conv.inputs.size() > 2 && conv.inputs[2] >= 0)
     conv_bias = make_view(static_cast<const float*>(data_of(conv.inputs[2])), w[0]);
   // The first dense weight as stored: [K, N1], or [N1, K] with transB (PyTorch Linear).
   const Shape& w1_shape = shapes[dense1.inputs[1]];
-  const auto w1 = make_view<2>(static_cast<const float*>(data_of(dense1.inputs[1])),
-                               {w1_shape[0], w1_shape[1]});
+  const auto w1 = make_view<2>(operands.dense1_weight, {w1_shape[0], w1_shape[1]});
   View2<const float> bias1;
   if (dense1.inputs.size() > 2 && dense1.inputs[2] >= 0) {
     bias1.data = data_of(dense1.inputs[2]);
@@ -183,15 +183,15 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
     const auto acc = make_view<2>(buffers.dense1 + t0 * n1, {nt, n1});
     for (int64_t h0 = 0; h0 < y[1]; h0 += rows_per_pass) {
       const int64_t rows = std::min(rows_per_pass, y[1] - h0);
-      View<const float, 4> in;
+      View<const T, 4> in;
       in.data = input + (t0 * x[1] + h0) * x[2] * x[3];
       const int64_t extents[4] = {nt, rows + w[2] - 1, x[2], x[3]};
       const int64_t strides[4] = {x[1] * x[2] * x[3], x[2] * x[3], x[3], 1};
       for (int d = 0; d < 4; ++d) in.extent[d] = extents[d], in.stride[d] = strides[d];
-      const auto slab = make_view<4>(buffers.slab, {nt, rows, y[2], y[3]});
+      const auto slab = make_view<4>(operands.slab, {nt, rows, y[2], y[3]});
       conv2d(queue, in, weight, conv_bias, slab, slab_params);
       // The K range of these conv rows: rows of W1, or columns with transB.
-      View2<const float> w1_rows = w1;
+      View2<const T> w1_rows = w1;
       const int k_axis = dense1_params.trans_b ? 1 : 0;
       w1_rows.data += h0 * row_values * w1.stride[k_axis];
       w1_rows.extent[k_axis] = rows * row_values;
@@ -200,8 +200,14 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
       gp.trans_b = dense1_params.trans_b;
       gp.rows_independent = true;  // a patch's scores must not depend on its batch
       gp.epilogue = h0 + rows == y[1] ? dense1_params.epilogue : Epilogue{};
+      GemmPackedBf16 packed_rows;
+      const int64_t k0 = h0 * row_values;
+      if (operands.dense1_packed != nullptr && k0 % 2 == 0) {
+        packed_rows = gemm_packed_rows(*operands.dense1_packed, k0, rows * row_values);
+        gp.packed_b = &packed_rows;
+      }
       const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
-      gemm(queue, make_view<2>(static_cast<const float*>(buffers.slab), {nt, rows * row_values}),
+      gemm(queue, make_view<2>(static_cast<const T*>(operands.slab), {nt, rows * row_values}),
            w1_rows, c, acc, gp);
     }
   }
@@ -214,5 +220,18 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
                 make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),
                 make_view<2>(data_of(head_b.output), {n, nb}));
 }
+
+template void run_conv_dense_heads<float>(const Queue&, const Graph&, const ConvDenseHeads&,
+                                          const std::vector<Shape>&,
+                                          const std::function<float*(int)>&,
+                                          const FusedOperands<float>&, const FusedBuffers&);
+template void run_conv_dense_heads<bf16>(const Queue&, const Graph&, const ConvDenseHeads&,
+                                         const std::vector<Shape>&,
+                                         const std::function<float*(int)>&,
+                                         const FusedOperands<bf16>&, const FusedBuffers&);
+template void run_conv_dense_heads<fp16>(const Queue&, const Graph&, const ConvDenseHeads&,
+                                         const std::vector<Shape>&,
+                                         const std::function<float*(int)>&,
+                                         const FusedOperands<fp16>&, const FusedBuffers&);
 
 }  // namespace kaas::models::onnx_import

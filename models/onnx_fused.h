@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kaas/backends/queue.h"
+#include "kaas/kernels/gemm.h"
 #include "kaas/models/onnx_graph.h"
 
 namespace kaas::models::onnx_import {
@@ -20,23 +21,36 @@ struct ConvDenseHeads {
 std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& graph, std::string& why_not);
 
 struct FusedBuffers {
-  float* slab;  // slab_elements floats: conv rows waiting for the dense layer
-  int64_t slab_elements;
   float* dense1;          // [max_batch, N1]
   int64_t batch_tile;     // patches per slab pass
   int64_t rows_per_pass;  // conv output rows per slab: fixed by the plan, not by the batch, so a
                           // patch's result does not depend on what it is batched with
 };
 
+// What the conv and the first dense layer read and write, stored as T: float (the graph's own
+// input and constants), or bf16 / fp16 (the input rounded per call, the weights rounded once at
+// load). The conv bias, the accumulation, the second dense layer and the heads stay fp32.
+template <class T>
+struct FusedOperands {
+  const T* input;                                 // the network input as the conv reads it
+  const T* conv_weight;                           // OIHW
+  const T* dense1_weight;                         // as stored: [K, N1], or [N1, K] with transB
+  const GemmPackedBf16* dense1_packed = nullptr;  // op(W1) in K-pairs (bf16, AVX512-BF16 CPUs)
+  T* slab;                                        // conv rows waiting for the dense layer
+};
+
 // Runs the matched plan for `batch` rows; data_of(value) is the device pointer of a value
-// (inputs, constants and the two outputs).
+// (biases, the later layers' constants and the two outputs).
+template <class T>
 void run_conv_dense_heads(const Queue& queue, const Graph& graph, const ConvDenseHeads& plan,
                           const std::vector<std::vector<int64_t>>& shapes,
-                          const std::function<float*(int)>& data_of, const FusedBuffers& buffers);
+                          const std::function<float*(int)>& data_of,
+                          const FusedOperands<T>& operands, const FusedBuffers& buffers);
 
-// Slab rows per pass for a batch tile under a byte budget (at least one row).
+// Slab rows per pass for a batch tile under a byte budget (at least one row), for slab elements
+// of `element_bytes`.
 int64_t slab_rows(const Graph& graph, const ConvDenseHeads& plan,
                   const std::vector<std::vector<int64_t>>& shapes, int64_t batch_tile,
-                  int64_t slab_bytes);
+                  int64_t slab_bytes, int64_t element_bytes);
 
 }  // namespace kaas::models::onnx_import

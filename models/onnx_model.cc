@@ -5,10 +5,14 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/queue.h"
 #include "kaas/common/error.h"
+#include "kaas/kernels/convert.h"
+#include "kaas/kernels/gemm.h"
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"
@@ -31,6 +35,23 @@ onnx::ModelProto read_onnx_file(const std::filesystem::path& path) {
 }
 
 namespace {
+
+// The fused plan's 16-bit copies: the input (rounded per call), the conv and first dense
+// weights (rounded once at load, W1 also packed for the AVX512-BF16 kernel where it runs) and
+// the conv slab.
+template <class T>
+struct ReducedLayers {
+  DeviceBuffer<T> input, conv_weight, dense1_weight, slab;
+  std::vector<bf16> dense1_pairs;  // host memory: CPU backends only
+  GemmPackedBf16 dense1_packed;
+};
+
+template <class T>
+std::vector<T> rounded(const std::vector<float>& values) {
+  std::vector<T> r(values.size());
+  for (size_t i = 0; i < values.size(); ++i) r[i] = math::round_to<T>(values[i]);
+  return r;
+}
 
 class OnnxModel final : public OnnxDeviceModel {
  public:
@@ -64,11 +85,7 @@ class OnnxModel final : public OnnxDeviceModel {
             "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
     if (fused_) {
-      onnx_import::FusedBuffers buffers{fused_slab_.data(), int64_t(fused_slab_.size()),
-                                        fused_dense1_.data(), options_.fused_batch_tile,
-                                        fused_rows_per_pass_};
-      onnx_import::run_conv_dense_heads(
-          queue_, graph_, *fused_, shapes_, [this](int v) { return data(v); }, buffers);
+      run_fused();
     } else {
       const std::function<float*(int)> data_of = [this](int v) { return data(v); };
       const onnx_import::RunContext context{queue_, shapes_, data_of};
@@ -209,6 +226,13 @@ class OnnxModel final : public OnnxDeviceModel {
           ErrorCode::kUnimplemented,
           "model '" + name_ + "': the fused conv-dense-heads plan does not apply: " + why_not);
     if (!fused_) {
+      if (options_.precision != Precision::kFp32)
+        throw Error(
+            ErrorCode::kUnimplemented,
+            "model '" + name_ + "': precision " + std::string(to_string(options_.precision)) +
+                " runs the fused conv-dense-heads plan only, which does not apply (" +
+                (options_.fused == FusedPlan::kOff ? std::string("fused plan disabled") : why_not) +
+                "); use precision fp32");
       plan_unfused();
       plan_.push_back(options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
                                                         : "plan: unfused (" + why_not + ")");
@@ -223,13 +247,27 @@ class OnnxModel final : public OnnxDeviceModel {
         std::min<int64_t>(std::max<int64_t>(max_batch_, 1), options_.fused_batch_tile);
     options_.fused_batch_tile = tile;
     const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
+    const int64_t element_bytes = options_.precision == Precision::kFp32 ? 4 : 2;
     const int64_t slab_budget = queue_.backend().device_memory_is_host()
                                     ? options_.fused_slab_bytes
-                                    : tile * element_count(conv_out) / conv_out[0] * 4;
-    const int64_t rows = onnx_import::slab_rows(graph_, *fused_, max_shapes_, tile, slab_budget);
+                                    : tile * element_count(conv_out) / conv_out[0] * element_bytes;
+    const int64_t rows =
+        onnx_import::slab_rows(graph_, *fused_, max_shapes_, tile, slab_budget, element_bytes);
     fused_rows_per_pass_ = rows;
-    fused_slab_ =
-        make_device_buffer<float>(queue_, size_t(tile * rows * conv_out[2] * conv_out[3]));
+    const size_t slab_elements = size_t(tile * rows * conv_out[2] * conv_out[3]);
+    std::string dense1_impl = "portable";
+    switch (options_.precision) {
+      case Precision::kFp32:
+        fused_slab_ = make_device_buffer<float>(queue_, slab_elements);
+        dense1_impl = "kAuto";
+        break;
+      case Precision::kBf16:
+        dense1_impl = make_reduced<bf16>(slab_elements);
+        break;
+      case Precision::kFp16:
+        dense1_impl = make_reduced<fp16>(slab_elements);
+        break;
+    }
     fused_dense1_ = make_device_buffer<float>(
         queue_, size_t(max_shapes_[graph_.ops[fused_->dense1].output][0] *
                        max_shapes_[graph_.ops[fused_->dense1].output][1]));
@@ -237,6 +275,83 @@ class OnnxModel final : public OnnxDeviceModel {
                     std::to_string(rows) + " output rows x " + std::to_string(tile) +
                     " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
                     "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
+    const std::string p(to_string(options_.precision));
+    const std::string reduced = p + " weights and activations, fp32 accumulation and bias";
+    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->conv].node + " (Conv) " +
+                    (p == "fp32" ? std::string("fp32") : reduced));
+    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->dense1].node + " (Gemm) " +
+                    (p == "fp32" ? std::string("fp32") : reduced) + ", gemm " + dense1_impl);
+    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->dense2].node + ", " +
+                    graph_.ops[fused_->head_a].node + ", " + graph_.ops[fused_->head_b].node +
+                    " fp32 (their outputs fp32)");
+  }
+
+  // The 16-bit copies of the fused plan's first layers; returns the first dense layer's gemm.
+  template <class T>
+  std::string make_reduced(size_t slab_elements) {
+    ReducedLayers<T> layers;
+    const Op& conv = graph_.ops[fused_->conv];
+    const Op& dense1 = graph_.ops[fused_->dense1];
+    layers.input =
+        make_device_buffer<T>(queue_, size_t(element_count(max_shapes_[conv.inputs[0]])));
+    const std::vector<T> conv_weight = rounded<T>(graph_.values[conv.inputs[1]].data);
+    const std::vector<T> dense1_weight = rounded<T>(graph_.values[dense1.inputs[1]].data);
+    layers.conv_weight = to_device(queue_, std::span<const T>(conv_weight));
+    layers.dense1_weight = to_device(queue_, std::span<const T>(dense1_weight));
+    layers.slab = make_device_buffer<T>(queue_, slab_elements);
+    std::string impl = "portable";
+    const BackendId id = queue_.backend_id();
+    if constexpr (std::is_same_v<T, bf16>) {
+      if ((id == BackendId::kSerial || id == BackendId::kOpenmp) && gemm_avx512_bf16_available()) {
+        const Shape& w1 = graph_.values[dense1.inputs[1]].shape;
+        View2<const bf16> op_w1 = make_view<2>(dense1_weight.data(), {w1[0], w1[1]});
+        if (dense1.attr<GemmParams>().trans_b) {
+          std::swap(op_w1.extent[0], op_w1.extent[1]);
+          std::swap(op_w1.stride[0], op_w1.stride[1]);
+        }
+        layers.dense1_pairs.resize(
+            size_t(gemm_packed_bf16_elements(op_w1.extent[0], op_w1.extent[1])));
+        layers.dense1_packed = gemm_pack_bf16(op_w1, layers.dense1_pairs.data());
+        impl = "avx512_bf16 (W1 packed in K-pairs at load)";
+      }
+    }
+    queue_.wait();
+    reduced_.template emplace<ReducedLayers<T>>(std::move(layers));
+    return impl;
+  }
+
+  void run_fused() {
+    const onnx_import::FusedBuffers buffers{fused_dense1_.data(), options_.fused_batch_tile,
+                                            fused_rows_per_pass_};
+    const std::function<float*(int)> data_of = [this](int v) { return data(v); };
+    const Op& conv = graph_.ops[fused_->conv];
+    const Op& dense1 = graph_.ops[fused_->dense1];
+    if (std::holds_alternative<std::monostate>(reduced_)) {
+      const onnx_import::FusedOperands<float> operands{data(conv.inputs[0]), data(conv.inputs[1]),
+                                                       data(dense1.inputs[1]), nullptr,
+                                                       fused_slab_.data()};
+      return onnx_import::run_conv_dense_heads(queue_, graph_, *fused_, shapes_, data_of, operands,
+                                               buffers);
+    }
+    if (auto* layers = std::get_if<ReducedLayers<bf16>>(&reduced_))
+      return run_reduced(*layers, data_of, buffers);
+    if (auto* layers = std::get_if<ReducedLayers<fp16>>(&reduced_))
+      return run_reduced(*layers, data_of, buffers);
+  }
+
+  template <class T>
+  void run_reduced(ReducedLayers<T>& layers, const std::function<float*(int)>& data_of,
+                   const onnx_import::FusedBuffers& buffers) {
+    const int input = graph_.ops[fused_->conv].inputs[0];
+    const int64_t count = element_count(shapes_[input]);
+    convert(queue_, make_view(static_cast<const float*>(data(input)), count),
+            make_view(layers.input.data(), count));
+    const GemmPackedBf16* packed =
+        layers.dense1_packed.pairs != nullptr ? &layers.dense1_packed : nullptr;
+    const onnx_import::FusedOperands<T> operands{layers.input.data(), layers.conv_weight.data(),
+                                                 layers.dense1_weight.data(), packed,
+                                                 layers.slab.data()};
+    onnx_import::run_conv_dense_heads(queue_, graph_, *fused_, shapes_, data_of, operands, buffers);
   }
 
   std::string name_;
@@ -253,6 +368,7 @@ class OnnxModel final : public OnnxDeviceModel {
   std::optional<onnx_import::ConvDenseHeads> fused_;
   DeviceBuffer<float> fused_slab_, fused_dense1_;
   int64_t fused_rows_per_pass_ = 1;
+  std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::mutex mutex_;
 };
 

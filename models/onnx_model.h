@@ -10,7 +10,8 @@
 //    -> Flatten -> dense -> dense -> {dense -> Softmax, dense(+activation)}. The conv output
 //    never exists as a whole: it is produced a few rows at a time into a cache-sized slab and
 //    immediately accumulated into the first dense layer; the second dense layer and both heads
-//    run as one kernel (mlp_two_heads).
+//    run as one kernel (mlp_two_heads). With OnnxModelOptions::precision bf16 / fp16 the conv
+//    and the first dense layer read 16-bit weights (rounded once at load), input and slab.
 
 #include <filesystem>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "kaas/backends/backend.h"
 #include "kaas/backends/queue.h"
 #include "kaas/models/model.h"
+#include "kaas/models/precision.h"
 
 namespace kaas::models {
 
@@ -37,6 +39,9 @@ struct OnnxModelOptions {
   int64_t fused_batch_tile = 256;      // patches per conv slab pass
   int64_t fused_slab_bytes = 8 << 20;  // conv slab budget on CPU backends (stays in the L3)
   int device = 0;                      // the backend's device (GPU index)
+  // bf16 / fp16: the fused plan's conv and first dense layer on 16-bit weights and activations
+  // (fp32 accumulation, bias, later layers and outputs); other plans accept only fp32.
+  Precision precision = Precision::kFp32;
 };
 
 // An imported model with device-level access, for models that chain the network with other

@@ -243,9 +243,12 @@ void complete_config(inference::ModelConfig& config, const models::ModelSignatur
 }
 
 LoadedModel load_repository_model(const fs::path& root, const std::string& name,
-                                  const Backend& backend, int instances_override) {
+                                  const Backend& backend, int instances_override,
+                                  const std::map<std::string, std::string>& parameter_overrides) {
   LoadedModel loaded;
   loaded.entry = read_repository_entry(root, name);
+  for (const auto& [key, value] : parameter_overrides)
+    loaded.entry.build.parameters.set(key, value);
   const auto prepared = prepare_entry(loaded.entry);
   const int count = instances_override > 0 ? instances_override : loaded.entry.instance_count;
   for (int i = 0; i < count; ++i) loaded.instances.push_back(prepared.make_instance(backend, 0));

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,13 +78,15 @@ models::PreparedModel prepare_entry(const RepositoryEntry& entry);
 void complete_config(inference::ModelConfig& config, const models::ModelSignature& signature);
 
 // One entry built on a backend: the entry (config completed) and one model object per instance
-// (instance_group counts, or `instances_override` when > 0).
+// (instance_group counts, or `instances_override` when > 0). `parameter_overrides` replace or add
+// config `parameters` (the direct client's precision).
 struct LoadedModel {
   RepositoryEntry entry;
   std::vector<std::unique_ptr<models::Model>> instances;
 };
-LoadedModel load_repository_model(const std::filesystem::path& root, const std::string& name,
-                                  const Backend& backend, int instances_override = 0);
+LoadedModel load_repository_model(
+    const std::filesystem::path& root, const std::string& name, const Backend& backend,
+    int instances_override = 0, const std::map<std::string, std::string>& parameter_overrides = {});
 
 // The config.pbtxt data type of a kaas tensor type.
 inference::DataType config_data_type(models::DataType dtype);

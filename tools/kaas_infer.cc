@@ -47,7 +47,7 @@ int list_backends() {
 }
 
 struct Args {
-  std::string model_path, backend_name = "auto", output_dir, fused = "auto";
+  std::string model_path, backend_name = "auto", output_dir, fused = "auto", precision = "fp32";
   std::vector<std::string> inputs;  // NAME=file.npy
   int64_t batch = 0;
   int repeat = 1;
@@ -66,6 +66,10 @@ void add_options(CLI::App& app, Args& args) {
       ->check(CLI::Range(1, 1000000));
   app.add_option("--fused", args.fused, "auto, off or require: the fused conv-dense-heads plan")
       ->check(CLI::IsMember({"auto", "off", "require"}));
+  app.add_option("--precision", args.precision,
+                 "fp32, bf16 or fp16: the fused plan's conv and first dense layer on 16-bit "
+                 "weights and activations, fp32 accumulation")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
   app.add_flag("--list-backends", args.list, "list the compiled backends and exit");
@@ -106,6 +110,7 @@ kaas::models::OnnxModelOptions model_options(const Args& args, int64_t total) {
                   : args.fused == "require" ? kaas::models::FusedPlan::kRequire
                                             : kaas::models::FusedPlan::kAuto;
   options.fused_slab_bytes = args.slab_kib * 1024;
+  options.precision = kaas::models::precision_from_string(args.precision, "--precision");
   return options;
 }
 

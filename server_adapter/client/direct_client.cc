@@ -38,7 +38,7 @@ std::unique_ptr<DirectClient> DirectClient::from_repository(const std::filesyste
                                                             const std::string& name,
                                                             const Backend& backend,
                                                             const DirectOptions& options) {
-  auto loaded = repository::load_repository_model(repository, name, backend, 1);
+  auto loaded = repository::load_repository_model(repository, name, backend, 1, options.parameters);
   return std::make_unique<DirectClient>(std::move(loaded.instances.front()),
                                         std::string(backend.name()), options);
 }

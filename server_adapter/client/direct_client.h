@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -18,6 +19,8 @@ namespace kaas::client {
 struct DirectOptions {
   BatchMode batch_mode = BatchMode::kRectangular;
   int async_threads = 8;  // asynchronous calls queue for the one model instance
+  // from_repository: replaces or adds config.pbtxt `parameters`, e.g. {"precision", "bf16"}.
+  std::map<std::string, std::string> parameters;
 };
 
 class DirectClient final : public InferenceClient {
