@@ -280,16 +280,33 @@ bool avx512_bf16_fits(const Queue& queue, const GemmOperandsOf<bf16>& ops, View2
          ops.n % 16 == 0;
 }
 
+// Whether kAvx512 can run fp16 operands (widened per cache block): row-major op(A), op(B), Y.
+template <class TY>
+bool avx512_fp16_fits(const Queue& queue, const GemmOperandsOf<fp16>& ops, View2<TY> y) {
+  const BackendId id = queue.backend_id();
+  return std::is_same_v<TY, float> && (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
+         gemm_avx512_available() && ops.op_a.stride[1] == 1 && ops.op_b.stride[1] == 1 &&
+         y.stride[1] == 1 && ops.n % 16 == 0;
+}
+
 template <class T, class TY>
 GemmImpl reduced_impl(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y,
                       const GemmParams& params) {
   bool fits = false;
   if constexpr (std::is_same_v<T, bf16>) fits = avx512_bf16_fits(queue, ops, y, params);
+  bool fits_fp16 = false;
+  if constexpr (std::is_same_v<T, fp16>) fits_fp16 = avx512_fp16_fits(queue, ops, y);
   switch (params.impl) {
     case GemmImpl::kAuto:
-      return fits ? GemmImpl::kAvx512Bf16 : GemmImpl::kPortable;
+      return fits ? GemmImpl::kAvx512Bf16 : fits_fp16 ? GemmImpl::kAvx512 : GemmImpl::kPortable;
     case GemmImpl::kPortable:
       return GemmImpl::kPortable;
+    case GemmImpl::kAvx512:
+      require(fits_fp16, "gemm", "impl kAvx512 for 16-bit operands",
+              "fp16 operands on serial or openmp, an AVX-512 CPU, unit column strides of op(A), "
+              "op(B) and an fp32 Y, N % 16 == 0",
+              std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
+      return GemmImpl::kAvx512;
     case GemmImpl::kAvx512Bf16:
       require(fits, "gemm", "impl kAvx512Bf16",
               "bf16 operands on serial or openmp, an AVX512-BF16 CPU, params.packed_b equal to "
@@ -330,6 +347,27 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
                                          params.epilogue,
                                          queue.backend_id() == BackendId::kOpenmp};
       return simd::gemm_avx512_bf16(args);
+    }
+  }
+  if constexpr (std::is_same_v<T, fp16> && std::is_same_v<TY, float>) {
+    if (impl == GemmImpl::kAvx512) {
+      const View2<const float>& cb = ops.c_broadcast;
+      const bool c_is_y = cb.data == y.data && cb.stride[0] == y.stride[0] &&
+                          cb.stride[1] == y.stride[1] && params.beta == 1.0f;
+      if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, cb, params.beta, y);
+      const simd::GemmHalfArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
+                                    ops.op_a.stride[0],
+                                    reinterpret_cast<const uint16_t*>(ops.op_b.data),
+                                    ops.op_b.stride[0],
+                                    y.data,
+                                    y.stride[0],
+                                    ops.m,
+                                    ops.n,
+                                    ops.k,
+                                    params.alpha,
+                                    params.epilogue,
+                                    queue.backend_id() == BackendId::kOpenmp};
+      return simd::gemm_avx512_fp16(args);
     }
   }
   KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,

@@ -63,8 +63,9 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
 
 // Reduced precision: op(a) and op(b) stored as bf16 or fp16 (both the same type), widened to
 // fp32 for the products, which are accumulated in fp32; c, alpha, beta and the epilogue in fp32;
-// y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable, or
-// kAvx512Bf16 for bf16 with params.packed_b (see GemmImpl).
+// y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable, or with an fp32
+// y on serial/openmp: kAvx512Bf16 for bf16 with params.packed_b, kAvx512 for fp16 (each cache
+// block widened exactly to fp32, then the fp32 tiles).
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
           View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,

@@ -8,6 +8,8 @@
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include <new>
+
 #include "kaas/kernels/cpu/avx512_activation.h"
 #include "kaas/kernels/cpu/gemm_simd_tiles.h"
 
@@ -38,6 +40,86 @@ void gemm_avx512(const GemmRowMajorArgs& g) {
   tiled::gemm<Zmm>(g);
 }
 
+namespace {
+
+// 64-byte aligned float scratch (not a std::vector: no standard-library template may be
+// instantiated in this AVX-512 translation unit).
+class Scratch {
+ public:
+  explicit Scratch(int64_t n)
+      : data_(static_cast<float*>(
+            ::operator new[](static_cast<size_t>(n) * sizeof(float), std::align_val_t{64}))) {}
+  ~Scratch() { ::operator delete[](data_, std::align_val_t{64}); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  float* data_;
+};
+
+// dst[i] = src[i] widened exactly, count >= 0 (masked tail). The maskz forms because GCC 12
+// reports the unmasked intrinsics' internal _mm512_undefined_* as uninitialised.
+void widen_fp16(const uint16_t* src, float* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xffff, h));
+  }
+  if (i < count) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1u);
+    const __m256i h = _mm256_maskz_loadu_epi16(tail, src + i);
+    _mm512_mask_storeu_ps(dst + i, tail, _mm512_maskz_cvtph_ps(0xffff, h));
+  }
+}
+
+}  // namespace
+
+void gemm_avx512_fp16(const GemmHalfArgs& g) {
+  using tiled::kDepth;
+  using tiled::kRows;
+  constexpr int64_t cols = Zmm::kLanes * Zmm::kTileVectors;
+  const int64_t row_blocks = (g.m + kRows - 1) / kRows;
+  const int64_t panels = (g.n + cols - 1) / cols;
+  const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
+#if defined(_OPENMP)
+  const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+#endif
+  {
+#if defined(_OPENMP)
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+    const int64_t threads = 1, t = 0;
+#endif
+    const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
+    Scratch b_block(kDepth * cols), a_block(kRows * kDepth);
+    for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += kDepth) {
+      const int64_t kc = g.k - k0 < kDepth ? g.k - k0 : kDepth;
+      const bool last = k0 + kDepth >= g.k;
+      int64_t staged_panel = -1;
+      for (int64_t tile_index = first; tile_index < end; ++tile_index) {
+        const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
+        const int64_t r0 = block * kRows, c0 = panel * cols;
+        const int mr = static_cast<int>(g.m - r0 < kRows ? g.m - r0 : kRows);
+        const int64_t panel_vectors = (g.n - c0) / Zmm::kLanes;
+        const int vecs =
+            static_cast<int>(panel_vectors < Zmm::kTileVectors ? panel_vectors : Zmm::kTileVectors);
+        if (panel != staged_panel) {  // this panel's rows of the K block, as fp32
+          for (int64_t k = 0; k < kc; ++k)
+            widen_fp16(g.b + (k0 + k) * g.ldb + c0, b_block.data() + k * cols, vecs * Zmm::kLanes);
+          staged_panel = panel;
+        }
+        for (int r = 0; r < mr; ++r)
+          widen_fp16(g.a + (r0 + r) * g.lda + k0, a_block.data() + r * kDepth, kc);
+        tiled::tile_vectors<Zmm>(vecs, mr, a_block.data(), kDepth, b_block.data(), cols,
+                                 g.y + r0 * g.ldy + c0, g.ldy, kc, g.alpha, last, g.epilogue);
+      }
+      if (g.k == 0) break;
+    }
+  }
+}
+
 }  // namespace kaas::simd
 
 #else
@@ -49,6 +131,10 @@ bool gemm_avx512_compiled() {
 }
 
 void gemm_avx512(const GemmRowMajorArgs&) {
+  throw Error(ErrorCode::kInternal, "gemm: the AVX-512 CPU fast path is not compiled in");
+}
+
+void gemm_avx512_fp16(const GemmHalfArgs&) {
   throw Error(ErrorCode::kInternal, "gemm: the AVX-512 CPU fast path is not compiled in");
 }
 

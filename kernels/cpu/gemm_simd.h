@@ -40,6 +40,22 @@ struct GemmBf16PairsArgs {
 bool gemm_avx512_bf16_compiled();
 void gemm_avx512_bf16(const GemmBf16PairsArgs& args);
 
+// fp16 operands on AVX-512 (gemm_avx512.cc): each cache block of a and b is widened exactly to
+// fp32 (vcvtph2ps) and runs the fp32 tiles. Same contract as GemmRowMajorArgs otherwise.
+struct GemmHalfArgs {
+  const uint16_t* a;  // [m, k] fp16 bit patterns, row stride lda, unit column stride
+  int64_t lda;
+  const uint16_t* b;  // [k, n] fp16 bit patterns, row stride ldb, unit column stride
+  int64_t ldb;
+  float* y;
+  int64_t ldy;
+  int64_t m, n, k;  // n % 16 == 0
+  float alpha;
+  Epilogue epilogue;
+  bool parallel;
+};
+void gemm_avx512_fp16(const GemmHalfArgs& args);
+
 bool gemm_avx512_compiled();
 void gemm_avx512(const GemmRowMajorArgs& args);
 // The same tiles on AVX2 + FMA (n % 8 == 0), gemm_avx2.cc.
