@@ -36,7 +36,8 @@ HostTensor widen(const TensorView& in) {
   for (size_t i = 0; i < count; ++i) {
     uint16_t bits;
     std::memcpy(&bits, from + 2 * i, 2);
-    to[i] = in.dtype == DataType::kFloat16 ? math::to_float(fp16{bits}) : math::to_float(bf16{bits});
+    to[i] =
+        in.dtype == DataType::kFloat16 ? math::to_float(fp16{bits}) : math::to_float(bf16{bits});
   }
   return out;
 }

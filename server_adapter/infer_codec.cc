@@ -141,8 +141,8 @@ bool flag(const json& params, const char* key) {
 // As Triton: 16-bit float outputs are sent only as binary data.
 std::string json_output_refusal(DataType dtype, const std::string& name) {
   return "sending " + std::string(models::triton_name(dtype)) +
-         " data via JSON is not supported. Please use the binary data format for output '" +
-         name + "' (parameters.binary_data: true)";
+         " data via JSON is not supported. Please use the binary data format for output '" + name +
+         "' (parameters.binary_data: true)";
 }
 
 json data_json(const HostTensor& t) {

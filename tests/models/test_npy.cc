@@ -40,9 +40,8 @@ TEST(Npy, ReadsWhatNumpyWrites) {
 }
 
 TEST(Npy, RoundTripsEveryDtype) {
-  for (DataType dtype :
-       {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8,
-        DataType::kFloat16}) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8,
+                         DataType::kFloat16}) {
     HostTensor t{"t", dtype, {3, 1, 2}, {}};
     t.bytes.resize(6 * element_size(dtype));
     for (size_t i = 0; i < t.bytes.size(); ++i) t.bytes[i] = std::byte(i * 7 + 1);
