@@ -66,6 +66,31 @@ def grpc_seeds():
     write("grpc_infer", "typed_contents", q.SerializeToString())
 
 
+def half_seeds():
+    """FP16 / BF16: binary REST and raw gRPC tensors, and the JSON / typed forms they refuse."""
+    half = np.array([1, -2, 0.5, 65504], np.float16).tobytes()
+    header = json.dumps({"inputs": [
+        {"name": "p", "shape": [2, 2], "datatype": "FP16", "parameters": {"binary_data_size": len(half)}},
+        {"name": "b", "shape": [2], "datatype": "BF16", "parameters": {"binary_data_size": 4}}],
+        "parameters": {"binary_data_output": True}}).encode()
+    assert len(header) < 256
+    write("rest_infer", "binary_half", b"\1" + bytes([len(header)]) + header + half + b"\x80\x3f\x00\xc0")
+    write("rest_infer", "json_fp16_refused", b"\0\0" + json.dumps(
+        {"inputs": [{"name": "x", "shape": [2], "datatype": "FP16", "data": [1.0, 2.0]}]}).encode())
+    q = service_pb2.ModelInferRequest(model_name="knn_half")
+    q.inputs.add(name="points", datatype="FP16", shape=[2, 2])
+    q.raw_input_contents.append(half)
+    q.inputs.add(name="b", datatype="BF16", shape=[2])
+    q.raw_input_contents.append(b"\x80\x3f\x00\xc0")
+    write("grpc_infer", "raw_half", q.SerializeToString())
+    q = service_pb2.ModelInferRequest(model_name="knn_half")
+    q.inputs.add(name="points", datatype="FP16", shape=[2]).contents.fp32_contents.extend([1, 2])
+    write("grpc_infer", "typed_fp16_refused", q.SerializeToString())
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([[1, 2], [3, 4]], np.float16))
+    write("npy", "f16_2d", buffer.getvalue())
+
+
 def config_seeds(make_repository):
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([make_repository, "--repository", tmp], check=True, stdout=subprocess.DEVNULL)
@@ -135,6 +160,7 @@ def main():
     shutil.rmtree(HERE / "corpus", ignore_errors=True)
     rest_seeds()
     grpc_seeds()
+    half_seeds()
     config_seeds(args.make_repository)
     onnx_seeds()
     npy_seeds()

@@ -23,6 +23,12 @@ std::string_view descr(DataType dtype) {
       return "<i8";
     case DataType::kUint8:
       return "|u1";
+    case DataType::kFloat16:
+      return "<f2";
+    case DataType::kBFloat16:
+      // numpy has no bfloat16 dtype: storing the bits as '<u2' would read back as another type
+      // (and numpy users would see integers), so .npy files refuse BF16 outright.
+      return "";
   }
   return "";
 }
@@ -153,11 +159,13 @@ HostTensor parse_npy(const std::string& bytes, const std::string& tensor_name,
     p.fail("descr, fortran_order and shape are required");
   if (fortran) fail("Fortran-order array; save it with numpy.ascontiguousarray");
   std::optional<DataType> dtype;
-  for (DataType d : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8}) {
+  for (DataType d : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8,
+                     DataType::kFloat16}) {
     if (dtype_descr == descr(d) || (d == DataType::kUint8 && dtype_descr == "<u1")) dtype = d;
   }
   if (!dtype)
-    fail("dtype '" + dtype_descr + "' not supported (little-endian float32, int32, int64, uint8)");
+    fail("dtype '" + dtype_descr +
+         "' not supported (little-endian float32, int32, int64, uint8, float16)");
   HostTensor t{tensor_name, *dtype, shape, {}};
   const size_t expected = size_t(element_count(shape)) * element_size(*dtype);
   const size_t data_bytes = bytes.size() - offset - header_len;
@@ -181,6 +189,10 @@ HostTensor read_npy(const std::filesystem::path& path, const std::string& tensor
 }
 
 std::string format_npy(const HostTensor& tensor) {
+  if (tensor.dtype == DataType::kBFloat16)
+    throw Error(ErrorCode::kInvalidArgument,
+                "npy: tensor '" + tensor.name +
+                    "' is BF16, which numpy (and so .npy) has no dtype for; convert it to FP32");
   std::string header = "{'descr': '";
   header.append(descr(tensor.dtype)).append("', 'fortran_order': False, 'shape': (");
   for (int64_t d : tensor.shape) header.append(std::to_string(d)).append(",");

@@ -1,7 +1,9 @@
 #pragma once
 // NumPy .npy files (format versions 1.0 to 3.0) to and from HostTensor: little-endian float32,
-// int32, int64 and uint8, C order. No Debian package reads .npy from C++, and the format is a
-// fixed magic, a length and a Python-literal header of three keys, parsed strictly here.
+// int32, int64, uint8 and float16 ('<f2', FP16), C order. BF16 has no numpy dtype and is refused
+// (format_npy/write_npy throw kInvalidArgument) rather than written as bits of another type. No
+// Debian package reads .npy from C++, and the format is a fixed magic, a length and a
+// Python-literal header of three keys, parsed strictly here.
 
 #include <filesystem>
 #include <string>

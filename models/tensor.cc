@@ -14,12 +14,17 @@ std::string_view triton_name(DataType dtype) {
       return "INT64";
     case DataType::kUint8:
       return "UINT8";
+    case DataType::kFloat16:
+      return "FP16";
+    case DataType::kBFloat16:
+      return "BF16";
   }
   return "UNKNOWN";
 }
 
 std::optional<DataType> data_type_from_triton(std::string_view name) {
-  for (DataType d : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8}) {
+  for (DataType d : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8,
+                     DataType::kFloat16, DataType::kBFloat16}) {
     if (triton_name(d) == name) return d;
   }
   return std::nullopt;
@@ -34,6 +39,9 @@ size_t element_size(DataType dtype) {
       return 8;
     case DataType::kUint8:
       return 1;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return 2;
   }
   return 0;
 }

@@ -16,9 +16,13 @@
 
 namespace kaas::models {
 
-enum class DataType { kFloat32, kInt32, kInt64, kUint8 };
+// kFloat16 (IEEE binary16) and kBFloat16 (bfloat16) are 16-bit storage types on the wire
+// (kaas::fp16 / kaas::bf16 in backends/half.h): models compute on kFloat32 tensors, and a served
+// model that declares FP16/BF16 in its config converts at its boundary (server_adapter).
+enum class DataType { kFloat32, kInt32, kInt64, kUint8, kFloat16, kBFloat16 };
 
-std::string_view triton_name(DataType dtype);  // "FP32", "INT32", "INT64", "UINT8"
+// "FP32", "INT32", "INT64", "UINT8", "FP16", "BF16"
+std::string_view triton_name(DataType dtype);
 std::optional<DataType> data_type_from_triton(std::string_view name);
 size_t element_size(DataType dtype);
 

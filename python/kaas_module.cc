@@ -257,7 +257,8 @@ std::optional<DataType> dtype_of(const nb::dlpack::dtype& t) {
   if (t.code == uint8_t(dtype_code::Int) && t.bits == 32) return DataType::kInt32;
   if (t.code == uint8_t(dtype_code::Int) && t.bits == 64) return DataType::kInt64;
   if (t.code == uint8_t(dtype_code::UInt) && t.bits == 8) return DataType::kUint8;
-  return std::nullopt;
+  if (t.code == uint8_t(dtype_code::Float) && t.bits == 16) return DataType::kFloat16;
+  return std::nullopt;  // bfloat16 too: numpy has no such dtype
 }
 
 // A numpy array over a result tensor's bytes; the array keeps the tensor alive (no copy).
@@ -279,6 +280,14 @@ nb::object tensor_to_numpy(models::HostTensor tensor) {
     case DataType::kUint8:
       dtype = nb::dtype<uint8_t>();
       break;
+    case DataType::kFloat16:
+      dtype = {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};  // numpy.float16
+      break;
+    case DataType::kBFloat16:
+      throw Error(ErrorCode::kUnimplemented,
+                  "output '" + owned->name +
+                      "' is BF16, which numpy has no dtype for (declare it TYPE_FP32 or "
+                      "TYPE_FP16 in the model's config to read it from Python)");
   }
   return nb::cast(nb::ndarray<nb::numpy>(owned->bytes.data(), shape.size(), shape.data(), owner,
                                          nullptr, dtype));
@@ -343,7 +352,9 @@ class Client {
       const auto dtype = dtype_of(array.dtype());
       if (!dtype)
         throw Error(ErrorCode::kInvalidArgument,
-                    "input '" + name + "': dtype must be float32, int32, int64 or uint8");
+                    "input '" + name +
+                        "': dtype must be float32, int32, int64, uint8 or float16 (numpy has no "
+                        "bfloat16: a BF16 input cannot be given from Python)");
       std::vector<int64_t> shape(array.ndim());
       for (size_t d = 0; d < array.ndim(); ++d) shape[d] = int64_t(array.shape(d));
       const auto* bytes = static_cast<const std::byte*>(array.data());

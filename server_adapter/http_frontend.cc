@@ -200,6 +200,7 @@ struct HttpFrontend::Impl {
     trim_after.at_least(int64_t(body.size()));
     DecodedInfer decoded = decode_rest_infer(body, req.header("Inference-Header-Content-Length"));
     check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
+    check_json_outputs(decoded, model->scheduler->signature());
     const auto outputs = model->scheduler->submit(std::move(decoded.request)).get();
     RestReply reply = encode_rest_infer(decoded, outputs, model->name, model->version);
     if (reply.header_length == reply.body.size())

@@ -68,7 +68,16 @@ void store_value(HostTensor& t, size_t i, const json& v) {
         bad_request("input '" + name + "': UINT8 data must be integers 0..255");
       t.values<uint8_t>()[i] = v.get<uint8_t>();
       return;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      break;  // refused before any value is read (tensor_from_json)
   }
+  bad_request("input '" + name + "': " + std::string(models::triton_name(t.dtype)) +
+              " data in JSON is not supported");
+}
+
+bool is_half(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
 
 HostTensor tensor_from_json(const json& in, std::string_view binary, size_t* binary_used) {
@@ -106,6 +115,11 @@ HostTensor tensor_from_json(const json& in, std::string_view binary, size_t* bin
   }
   const auto data = in.find("data");
   if (data == in.end()) bad_request(where + " has neither data nor binary_data_size");
+  // As Triton: 16-bit floats have no JSON form (the KServe spec leaves it undefined).
+  if (is_half(dtype))
+    bad_request("receiving " + datatype +
+                " data via JSON is not supported. Please use the binary data format for input '" +
+                name + "' (parameters.binary_data_size)");
   std::vector<const json*> values;
   flatten(*data, values);
   if (int64_t(values.size()) != elements)
@@ -122,6 +136,13 @@ bool flag(const json& params, const char* key) {
   const json& value = params[key];
   if (!value.is_boolean()) bad_request(std::string("parameter ") + key + " must be a boolean");
   return value.get<bool>();
+}
+
+// As Triton: 16-bit float outputs are sent only as binary data.
+std::string json_output_refusal(DataType dtype, const std::string& name) {
+  return "sending " + std::string(models::triton_name(dtype)) +
+         " data via JSON is not supported. Please use the binary data format for output '" + name +
+         "' (parameters.binary_data: true)";
 }
 
 json data_json(const HostTensor& t) {
@@ -142,6 +163,9 @@ json data_json(const HostTensor& t) {
       const auto v = t.values<uint8_t>();
       return json(std::vector<uint8_t>(v.begin(), v.end()));
     }
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      bad_request(json_output_refusal(t.dtype, t.name));
   }
   return json::array();
 }
@@ -176,6 +200,10 @@ HostTensor tensor_from_contents(const inference::ModelInferRequest::InferInputTe
     case DataType::kUint8:
       fill(c.uint_contents(), uint8_t{});
       break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      bad_request("tensor '" + escape_for_message(in.name()) + "': " + in.datatype() +
+                  " has no typed contents field; send it in raw_input_contents");
   }
   return t;
 }
@@ -277,6 +305,20 @@ DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q) {
   }
   for (const auto& o : q.outputs()) decoded.requested.push_back(o.name());
   return decoded;
+}
+
+void check_json_outputs(const DecodedInfer& decoded, const models::ModelSignature& signature) {
+  for (const auto& spec : signature.outputs) {
+    if (!is_half(spec.dtype)) continue;
+    bool as_json = false;
+    if (decoded.requested.empty()) {
+      as_json = !decoded.all_binary;
+    } else {
+      for (size_t i = 0; i < decoded.requested.size(); ++i)
+        as_json = as_json || (decoded.requested[i] == spec.name && !decoded.binary_output[i]);
+    }
+    if (as_json) bad_request(json_output_refusal(spec.dtype, spec.name));
+  }
 }
 
 RestReply encode_rest_infer(const DecodedInfer& decoded, const std::vector<HostTensor>& outputs,

@@ -45,6 +45,10 @@ DecodedInfer decode_rest_infer(std::string_view body,
 // A gRPC ModelInferRequest (raw_input_contents or typed contents).
 DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& request);
 
+// REST: rejects (kInvalidArgument, before the model runs) a request that would get an FP16 or
+// BF16 output of `signature` as JSON data; as in Triton, those are sent as binary data only.
+void check_json_outputs(const DecodedInfer& decoded, const models::ModelSignature& signature);
+
 struct RestReply {
   std::string body;
   size_t header_length = 0;  // < body.size() when binary outputs follow the JSON header

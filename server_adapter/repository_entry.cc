@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/boundary_model.h"
 
 namespace kaas::repository {
 
@@ -103,6 +104,10 @@ inference::DataType config_data_type(DataType dtype) {
       return inference::TYPE_INT64;
     case DataType::kUint8:
       return inference::TYPE_UINT8;
+    case DataType::kFloat16:
+      return inference::TYPE_FP16;
+    case DataType::kBFloat16:
+      return inference::TYPE_BF16;
   }
   return inference::TYPE_INVALID;
 }
@@ -232,7 +237,17 @@ RepositoryEntry read_repository_entry(const fs::path& root, const std::string& n
 }
 
 models::PreparedModel prepare_entry(const RepositoryEntry& entry) {
-  return models::ModelKindRegistry::global().find(entry.kind).prepare(entry.build);
+  models::PreparedModel prepared =
+      models::ModelKindRegistry::global().find(entry.kind).prepare(entry.build);
+  const BoundaryTypes types = boundary_types(entry.config);
+  if (!types.empty()) {
+    // Inputs/outputs the config declares FP16 / BF16: converted around every instance.
+    prepared.make_instance = [inner = std::move(prepared.make_instance), types](
+                                 const Backend& backend, int device) {
+      return with_boundary(inner(backend, device), types);
+    };
+  }
+  return prepared;
 }
 
 void complete_config(inference::ModelConfig& config, const models::ModelSignature& signature) {

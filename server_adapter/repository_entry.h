@@ -11,6 +11,8 @@
 //   model file  <version>/model.onnx, or default_model_filename (a plain file name)
 //   batching    max_batch_size and dynamic_batching (for kaas-server's scheduler)
 //   instances   the instance_group counts
+//   FP16/BF16   inputs/outputs declared TYPE_FP16 / TYPE_BF16 where the model has FP32 tensors:
+//               converted at the boundary (boundary_model.h)
 // kaas-server, the client's direct mode and the Triton backend all build models from an entry
 // through prepare_entry(), so every kind is served the same way by all three.
 
@@ -70,7 +72,8 @@ RepositoryEntry read_repository_entry(const std::filesystem::path& root, const s
 RepositoryEntry entry_from_config(inference::ModelConfig config, const std::string& name,
                                   int64_t version, const std::filesystem::path& version_dir);
 
-// The entry's kind, prepared (model file read and checked, parameters checked).
+// The entry's kind, prepared (model file read and checked, parameters checked); its instances
+// take and return the FP16 / BF16 tensors the config declares (boundary_model.h).
 models::PreparedModel prepare_entry(const RepositoryEntry& entry);
 
 // Checks the config's inputs/outputs against the model and adds those it leaves out, and sets

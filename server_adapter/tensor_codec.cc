@@ -17,7 +17,7 @@ DataType parse_datatype(std::string_view datatype, std::string_view tensor) {
   if (const auto d = models::data_type_from_triton(datatype)) return *d;
   std::string message = "tensor '";
   message.append(tensor).append("': datatype '").append(datatype);
-  message.append("' is not served by kaas (FP32, INT32, INT64, UINT8)");
+  message.append("' is not served by kaas (FP32, INT32, INT64, UINT8, FP16, BF16)");
   throw Error(ErrorCode::kInvalidArgument, message);
 }
 

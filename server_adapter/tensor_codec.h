@@ -16,7 +16,7 @@ using models::DataType;
 using models::HostTensor;
 
 // The Triton datatype name as kaas serves it, or an error naming the tensor for a datatype kaas
-// models do not take (FP16, BYTES, ...).
+// models do not take (FP64, BYTES, ...).
 DataType parse_datatype(std::string_view datatype, std::string_view tensor);
 
 // Checks a wire shape (non-negative, bounded element count) and returns the element count.

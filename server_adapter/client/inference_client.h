@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "kaas/backends/half.h"
 #include "kaas/common/error.h"
 #include "kaas/models/tensor.h"
 
@@ -114,6 +115,16 @@ constexpr DataType data_type_of<int64_t>() {
 template <>
 constexpr DataType data_type_of<uint8_t>() {
   return DataType::kUint8;
+}
+// FP16 / BF16 (a model whose config declares them): kaas::fp16 / kaas::bf16 values, converted
+// with kaas::math::to_fp16 / to_bf16 / to_float (backends/half.h).
+template <>
+constexpr DataType data_type_of<fp16>() {
+  return DataType::kFloat16;
+}
+template <>
+constexpr DataType data_type_of<bf16>() {
+  return DataType::kBFloat16;
 }
 
 void check_output_type(const HostTensor& tensor, DataType wanted);

@@ -108,7 +108,7 @@ void read_request(Pending& p, const models::ModelSignature& signature, const std
     if (!dtype)
       fail(ErrorCode::kInvalidArgument, model,
            "input '" + spec.name + "': datatype " + triton_type_name(type) +
-               " is not served by kaas (FP32, INT32, INT64, UINT8)");
+               " is not served by kaas (FP32, INT32, INT64, UINT8, FP16, BF16)");
     const auto bytes = input_bytes(p, input, model, spec.name, byte_size, buffer_count);
     p.inputs.push_back({spec.name, *dtype, std::span<const int64_t>(shape, dims), bytes});
   }

@@ -63,6 +63,10 @@ std::optional<models::DataType> from_triton_type(TRITONSERVER_DataType type) {
       return models::DataType::kInt64;
     case TRITONSERVER_TYPE_UINT8:
       return models::DataType::kUint8;
+    case TRITONSERVER_TYPE_FP16:
+      return models::DataType::kFloat16;
+    case TRITONSERVER_TYPE_BF16:
+      return models::DataType::kBFloat16;
     default:
       return std::nullopt;
   }
@@ -78,6 +82,10 @@ TRITONSERVER_DataType to_triton_type(models::DataType type) {
       return TRITONSERVER_TYPE_INT64;
     case models::DataType::kUint8:
       return TRITONSERVER_TYPE_UINT8;
+    case models::DataType::kFloat16:
+      return TRITONSERVER_TYPE_FP16;
+    case models::DataType::kBFloat16:
+      return TRITONSERVER_TYPE_BF16;
   }
   return TRITONSERVER_TYPE_INVALID;
 }

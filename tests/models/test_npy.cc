@@ -40,8 +40,8 @@ TEST(Npy, ReadsWhatNumpyWrites) {
 }
 
 TEST(Npy, RoundTripsEveryDtype) {
-  for (DataType dtype :
-       {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8}) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kInt32, DataType::kInt64, DataType::kUint8,
+                         DataType::kFloat16}) {
     HostTensor t{"t", dtype, {3, 1, 2}, {}};
     t.bytes.resize(6 * element_size(dtype));
     for (size_t i = 0; i < t.bytes.size(); ++i) t.bytes[i] = std::byte(i * 7 + 1);
@@ -91,6 +91,26 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   std::string version9 = npy_bytes(dict, floats({1, 2, 3, 4}));
   version9[6] = 9;
   expect_error(version9, "version 9");
+}
+
+TEST(Npy, Float16IsF2AndBFloat16IsRefused) {
+  // numpy.save(np.array([1.0, -2.0], np.float16)): '<f2', bits 0x3c00 and 0xc000.
+  const auto t = parse_npy(npy_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }",
+                                     std::string("\x00\x3c\x00\xc0", 4)),
+                           "h");
+  EXPECT_EQ(t.dtype, DataType::kFloat16);
+  ASSERT_EQ(t.bytes.size(), 4u);
+  EXPECT_EQ(t.values<uint16_t>()[0], 0x3c00);
+  EXPECT_EQ(t.values<uint16_t>()[1], 0xc000);
+  EXPECT_NE(format_npy(t).find("'descr': '<f2'"), std::string::npos);
+  const HostTensor b{"b", DataType::kBFloat16, {1}, std::vector<std::byte>(2)};
+  try {
+    format_npy(b);
+    FAIL() << "BF16 written to .npy";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("BF16"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Npy, MissingFileIsNotFound) {

@@ -68,3 +68,56 @@ def test_fallback_runs_in_process_when_the_server_is_gone(repository):
     answer = remote.run({"main_input": x})
     for name in reference:
         assert np.array_equal(answer[name], reference[name])
+
+
+KNN_HALF = """name: "{name}"
+backend: "kaas"
+max_batch_size: 0
+parameters {{ key: "kaas_model" value {{ string_value: "knn" }} }}
+parameters {{ key: "k" value {{ string_value: "16" }} }}
+input [ {{ name: "points" data_type: {points} dims: [ -1, -1 ] }} ]
+output [ {{ name: "distances" data_type: {distances} dims: [ -1, 16 ] }} ]
+"""
+
+
+def knn_half_repository(root):
+    """knn (FP32) beside knn_fp16 (FP16 points and distances) and knn_bf16_out (BF16 distances)."""
+    root.mkdir(exist_ok=True)
+    for name, points, distances in (("knn_fp16", "TYPE_FP16", "TYPE_FP16"),
+                                    ("knn_bf16_out", "TYPE_FP32", "TYPE_BF16")):
+        (root / name / "1").mkdir(parents=True, exist_ok=True)
+        (root / name / "config.pbtxt").write_text(KNN_HALF.format(name=name, points=points, distances=distances))
+    return root
+
+
+def test_float16_in_and_out(repository, server, tmp_path):
+    """numpy float16 <-> FP16: the model runs on the widened points, distances come back rounded to
+    float16 (round to nearest even, as numpy's astype), in process and through kaas-server."""
+    half = knn_half_repository(tmp_path / "half")
+    points = np.random.default_rng(3).normal(size=(30, 3)).astype(np.float16)
+    splits = np.array([0, 12, 30], np.int64)
+    fp32 = kaas.Client.direct(str(repository), "knn", backend="serial")
+    reference = fp32.run({"points": points.astype(np.float32), "row_splits": splits})
+    direct = kaas.Client.direct(str(half), "knn_fp16", backend="serial")
+    assert direct.signature["inputs"][0][:2] == ("points", "FP16")
+    got = direct.run({"points": points, "row_splits": splits})
+    assert got["distances"].dtype == np.float16 and got["indices"].dtype == np.int32
+    assert np.array_equal(got["indices"], reference["indices"])
+    want = reference["distances"].astype(np.float16)
+    assert np.array_equal(got["distances"].view(np.uint16), want.view(np.uint16))
+    with pytest.raises(kaas.InvalidArgument, match="datatype"):
+        direct.run({"points": points.astype(np.float32), "row_splits": splits})
+    with pytest.raises(kaas.Unimplemented, match="BF16"):
+        kaas.Client.direct(str(half), "knn_bf16_out", backend="serial").run(
+            {"points": points.astype(np.float32), "row_splits": splits})
+
+    from server_fixture import KaasServer
+    from conftest import kaas_binary
+    served = KaasServer(kaas_binary("kaas-server"), half, backend="serial")
+    try:
+        remote = kaas.Client.remote(served.grpc_url, "knn_fp16")
+        answer = remote.run({"points": points, "row_splits": splits})
+        assert np.array_equal(answer["distances"].view(np.uint16), want.view(np.uint16))
+        assert np.array_equal(answer["indices"], reference["indices"])
+    finally:
+        assert served.stop() == 0

@@ -89,7 +89,10 @@ def write_extra_models(repo):
             ("knn_bad", 'backend: "kaas"\nparameters { key: "kaas_model" value { string_value: "knn" } }\n'
                         'parameters { key: "k" value { string_value: "zero" } }\n', False),
             ("emtrk_two", 'backend: "kaas"\nmax_batch_size: 256\n'
-                          'instance_group [ { kind: KIND_CPU count: 2 } ]\n', True)):
+                          'instance_group [ { kind: KIND_CPU count: 2 } ]\n', True),
+            ("knn_half", 'backend: "kaas"\nparameters { key: "kaas_model" value { string_value: "knn" } }\n'
+                         'input [ { name: "points" data_type: TYPE_FP16 dims: [ -1, -1 ] } ]\n'
+                         'output [ { name: "distances" data_type: TYPE_BF16 dims: [ -1, 16 ] } ]\n', False)):
         (repo / name / "1").mkdir(parents=True)
         (repo / name / "config.pbtxt").write_text(config)
         if needs_file:
@@ -132,7 +135,7 @@ def run(triton, kaas, repo, tmp, args):
     th = httpclient.InferenceServerClient(triton.http_url, concurrency=8)
     kg = grpcclient.InferenceServerClient(kaas.grpc_url)
     check(tg.is_server_live(), "tritonserver live")
-    for name in (EMTRK, "knn", "michel_from_image", "emtrk_auto", "knn_auto", "emtrk_two"):
+    for name in (EMTRK, "knn", "michel_from_image", "emtrk_auto", "knn_auto", "emtrk_two", "knn_half"):
         check(tg.is_model_ready(name) and th.is_model_ready(name), f"{name} READY in Triton (kaas backend)")
     check(not tg.is_model_ready("knn_bad"), "knn_bad (k = 'zero') did not load")
     status, body = http_post(triton.http_url, "/v2/repository/index")
@@ -167,6 +170,23 @@ def run(triton, kaas, repo, tmp, args):
     truth = np.argsort(d2, axis=1, kind="stable")[:, :16] + 38
     check(np.array_equal(np.sort(got_t["indices"][38:], 1), np.sort(truth, 1)) and got_t["indices"][0, 1] == -1,
           "knn: neighbours equal numpy's brute force; a 1-point event pads with -1")
+
+    # FP16 points in, BF16 distances out (declared in the config, converted by the kaas backend at
+    # the model's boundary): the FP32 knn's results on the same points, rounded to nearest even.
+    half = points.astype(np.float16)
+    ref = infer(kg, grpcclient, "knn", {"points": half.astype(np.float32), "row_splits": splits},
+                ["indices", "distances"])
+    u = ref["distances"].view(np.uint32).astype(np.uint64)
+    bf16 = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    for module, client in ((grpcclient, tg), (httpclient, th)):
+        ins = [module.InferInput("points", list(half.shape), "FP16"), module.InferInput("row_splits", [5], "INT64")]
+        ins[0].set_data_from_numpy(half)
+        ins[1].set_data_from_numpy(splits)
+        result = client.infer("knn_half", ins)
+        distances = result.as_numpy("distances")
+        check(str(distances.dtype) == "bfloat16" and np.array_equal(distances.view(np.uint16), bf16) and
+              np.array_equal(result.as_numpy("indices"), ref["indices"]),
+              f"knn_half ({module.__name__}): FP16 points, BF16 distances == the FP32 knn's, rounded")
 
     # michel_from_image: one plane.
     image = rng.uniform(-5, 15, size=(120, 500)).astype(np.float32)

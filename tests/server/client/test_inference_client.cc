@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kaas/backends/backend.h"
@@ -65,6 +66,14 @@ class ClientTest : public ::testing::Test {
     repository_ = new fs::path(fs::temp_directory_path() /
                                ("kaas_client_test_" + std::to_string(::getpid())));
     server::write_default_repository(*repository_, 256);
+    // knn with BF16 points and FP16 distances: converted at the model's boundary.
+    fs::create_directories(*repository_ / "knn_half" / "1");
+    std::ofstream(*repository_ / "knn_half" / "config.pbtxt")
+        << "name: \"knn_half\"\nbackend: \"kaas\"\nmax_batch_size: 0\n"
+           "parameters { key: \"kaas_model\" value { string_value: \"knn\" } }\n"
+           "parameters { key: \"k\" value { string_value: \"16\" } }\n"
+           "input [ { name: \"points\" data_type: TYPE_BF16 dims: [ -1, -1 ] } ]\n"
+           "output [ { name: \"distances\" data_type: TYPE_FP16 dims: [ -1, 16 ] } ]\n";
   }
   static void TearDownTestSuite() {
     fs::remove_all(*repository_);
@@ -357,6 +366,42 @@ TEST_F(ClientTest, BadInputsAreRejectedBeforeAnythingIsSent) {
   EXPECT_EQ(only.tensor("fiducial").shape[0], 5);
   EXPECT_EQ(code_of([&] { only.tensor("scores"); }), ErrorCode::kNotFound);
   EXPECT_EQ(code_of([&] { only.output<float>("fiducial"); }), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(ClientTest, Bf16AndFp16TensorsAreConvertedAtTheModelBoundary) {
+  // 40 points in two events; the model sees them widened to float and rounds its distances.
+  const auto values = random_floats(40 * 3, 41, -2.0f, 2.0f);
+  std::vector<bf16> points;
+  std::vector<float> widened;
+  for (float v : values) {
+    points.push_back(math::to_bf16(v));
+    widened.push_back(math::to_float(points.back()));
+  }
+  const std::vector<int64_t> splits = {0, 15, 40};
+  auto fp32 = direct("knn");
+  fp32->set_input<float>("points", widened, {40, 3});
+  fp32->set_input<int64_t>("row_splits", splits, {3});
+  const InferResult reference = fp32->run();
+  std::vector<uint16_t> expected;
+  for (float d : reference.output<float>("distances")) expected.push_back(math::to_fp16(d).bits);
+
+  auto d = direct("knn_half");
+  auto r = remote("knn_half");
+  EXPECT_EQ(d->signature().inputs[0].dtype, models::DataType::kBFloat16);
+  EXPECT_EQ(r->signature().outputs[1].dtype, models::DataType::kFloat16);
+  for (client::InferenceClient* c : {static_cast<client::InferenceClient*>(d.get()),
+                                     static_cast<client::InferenceClient*>(r.get())}) {
+    c->set_input<bf16>("points", points, {40, 3});
+    c->set_input<int64_t>("row_splits", splits, {3});
+    const InferResult got = c->run();
+    std::vector<uint16_t> bits;
+    for (fp16 v : got.output<fp16>("distances")) bits.push_back(v.bits);
+    EXPECT_EQ(bits, expected) << c->describe();
+    const auto indices = got.output<int32_t>("indices");
+    const auto want = reference.output<int32_t>("indices");
+    EXPECT_TRUE(std::equal(indices.begin(), indices.end(), want.begin(), want.end()));
+    EXPECT_THROW(c->set_input<float>("points", widened, {40, 3}), Error) << "FP32 for BF16";
+  }
 }
 
 }  // namespace
