@@ -234,6 +234,7 @@ class OnnxModel final : public OnnxDeviceModel {
                 (options_.fused == FusedPlan::kOff ? std::string("fused plan disabled") : why_not) +
                 "); use precision fp32");
       plan_unfused();
+      plan_.push_back("precision fp32: every op");
       plan_.push_back(options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
                                                         : "plan: unfused (" + why_not + ")");
       return;
@@ -271,10 +272,6 @@ class OnnxModel final : public OnnxDeviceModel {
     fused_dense1_ = make_device_buffer<float>(
         queue_, size_t(max_shapes_[graph_.ops[fused_->dense1].output][0] *
                        max_shapes_[graph_.ops[fused_->dense1].output][1]));
-    plan_.push_back("plan: fused conv-dense-heads: " + graph_.ops[fused_->conv].op_type + " " +
-                    std::to_string(rows) + " output rows x " + std::to_string(tile) +
-                    " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
-                    "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
     const std::string p(to_string(options_.precision));
     const std::string reduced = p + " weights and activations, fp32 accumulation and bias";
     plan_.push_back("precision " + p + ": " + graph_.ops[fused_->conv].node + " (Conv) " +
@@ -284,6 +281,10 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.push_back("precision " + p + ": " + graph_.ops[fused_->dense2].node + ", " +
                     graph_.ops[fused_->head_a].node + ", " + graph_.ops[fused_->head_b].node +
                     " fp32 (their outputs fp32)");
+    plan_.push_back("plan: fused conv-dense-heads: " + graph_.ops[fused_->conv].op_type + " " +
+                    std::to_string(rows) + " output rows x " + std::to_string(tile) +
+                    " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
+                    "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
   }
 
   // The 16-bit copies of the fused plan's first layers; returns the first dense layer's gemm.
