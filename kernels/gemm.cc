@@ -280,9 +280,9 @@ bool avx512_bf16_fits(const Queue& queue, const GemmOperandsOf<bf16>& ops, View2
          ops.n % 16 == 0;
 }
 
-// Whether kAvx512 can run fp16 operands (widened per cache block): row-major op(A), op(B), Y.
-template <class TY>
-bool avx512_fp16_fits(const Queue& queue, const GemmOperandsOf<fp16>& ops, View2<TY> y) {
+// Whether kAvx512 can run 16-bit operands (widened per cache block): row-major op(A), op(B), Y.
+template <class T, class TY>
+bool avx512_widened_fits(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y) {
   const BackendId id = queue.backend_id();
   return std::is_same_v<TY, float> && (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
          gemm_avx512_available() && ops.op_a.stride[1] == 1 && ops.op_b.stride[1] == 1 &&
@@ -294,17 +294,19 @@ GemmImpl reduced_impl(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY
                       const GemmParams& params) {
   bool fits = false;
   if constexpr (std::is_same_v<T, bf16>) fits = avx512_bf16_fits(queue, ops, y, params);
-  bool fits_fp16 = false;
-  if constexpr (std::is_same_v<T, fp16>) fits_fp16 = avx512_fp16_fits(queue, ops, y);
+  const bool fits_widened = avx512_widened_fits(queue, ops, y);
   switch (params.impl) {
     case GemmImpl::kAuto:
-      return fits ? GemmImpl::kAvx512Bf16 : fits_fp16 ? GemmImpl::kAvx512 : GemmImpl::kPortable;
+      // Measured (bench/results/emtrk-precision-cpu.md): widening row-major 16-bit blocks to
+      // fp32 for the fp32 tiles beats vdpbf16ps on this class of CPU, whose bf16 dot-product
+      // peak equals its fp32 FMA peak; the packed AVX512-BF16 kernel serves a transposed B.
+      return fits_widened ? GemmImpl::kAvx512 : fits ? GemmImpl::kAvx512Bf16 : GemmImpl::kPortable;
     case GemmImpl::kPortable:
       return GemmImpl::kPortable;
     case GemmImpl::kAvx512:
-      require(fits_fp16, "gemm", "impl kAvx512 for 16-bit operands",
-              "fp16 operands on serial or openmp, an AVX-512 CPU, unit column strides of op(A), "
-              "op(B) and an fp32 Y, N % 16 == 0",
+      require(fits_widened, "gemm", "impl kAvx512 for 16-bit operands",
+              "serial or openmp, an AVX-512 CPU, unit column strides of op(A), op(B) and an fp32 "
+              "Y, N % 16 == 0",
               std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
       return GemmImpl::kAvx512;
     case GemmImpl::kAvx512Bf16:
@@ -349,7 +351,7 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
       return simd::gemm_avx512_bf16(args);
     }
   }
-  if constexpr (std::is_same_v<T, fp16> && std::is_same_v<TY, float>) {
+  if constexpr (std::is_same_v<TY, float>) {
     if (impl == GemmImpl::kAvx512) {
       const View2<const float>& cb = ops.c_broadcast;
       const bool c_is_y = cb.data == y.data && cb.stride[0] == y.stride[0] &&
@@ -367,7 +369,8 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
                                     params.alpha,
                                     params.epilogue,
                                     queue.backend_id() == BackendId::kOpenmp};
-      return simd::gemm_avx512_fp16(args);
+      if constexpr (std::is_same_v<T, fp16>) return simd::gemm_avx512_fp16(args);
+      return simd::gemm_avx512_bf16_widened(args);
     }
   }
   KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,

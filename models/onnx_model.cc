@@ -302,14 +302,16 @@ class OnnxModel final : public OnnxDeviceModel {
     layers.slab = make_device_buffer<T>(queue_, slab_elements);
     std::string impl = "portable";
     const BackendId id = queue_.backend_id();
+    const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
+    const bool trans_b = dense1.attr<GemmParams>().trans_b;
+    if (cpu && !trans_b && gemm_avx512_available()) impl = "avx512 (16-bit blocks widened to fp32)";
     if constexpr (std::is_same_v<T, bf16>) {
-      if ((id == BackendId::kSerial || id == BackendId::kOpenmp) && gemm_avx512_bf16_available()) {
+      // A transposed W1 (PyTorch Linear) is packed in K-pairs for the AVX512-BF16 kernel.
+      if (cpu && trans_b && gemm_avx512_bf16_available()) {
         const Shape& w1 = graph_.values[dense1.inputs[1]].shape;
         View2<const bf16> op_w1 = make_view<2>(dense1_weight.data(), {w1[0], w1[1]});
-        if (dense1.attr<GemmParams>().trans_b) {
-          std::swap(op_w1.extent[0], op_w1.extent[1]);
-          std::swap(op_w1.stride[0], op_w1.stride[1]);
-        }
+        std::swap(op_w1.extent[0], op_w1.extent[1]);
+        std::swap(op_w1.stride[0], op_w1.stride[1]);
         layers.dense1_pairs.resize(
             size_t(gemm_packed_bf16_elements(op_w1.extent[0], op_w1.extent[1])));
         layers.dense1_packed = gemm_pack_bf16(op_w1, layers.dense1_pairs.data());

@@ -120,21 +120,24 @@ void set_patch_counters(benchmark::State& state, int64_t batch, int threads) {
   state.counters["threads"] = threads;
 }
 
-std::unique_ptr<models::Model> make_kaas_model(const Backend& backend, int64_t batch,
-                                               models::FusedPlan fused) {
+std::unique_ptr<models::Model> make_kaas_model(
+    const Backend& backend, int64_t batch, models::FusedPlan fused,
+    models::Precision precision = models::Precision::kFp32) {
   models::OnnxModelOptions options;
   options.name = "emtrk";
   options.max_batch = batch;
   options.fused = fused;
+  options.precision = precision;
   return models::make_onnx_model(emtrk_model().proto, backend, options);
 }
 
-void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPlan fused) {
+void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPlan fused,
+                models::Precision precision) {
   const int64_t batch = state.range(0);
   const int threads = int(state.range(1));
   const OmpThreads omp_threads(threads);
   try {
-    const auto model = make_kaas_model(*backend, batch, fused);
+    const auto model = make_kaas_model(*backend, batch, fused, precision);
     const std::vector<models::HostTensor> inputs = {random_patches(batch)};
     for (auto _ : state) {
       auto outputs = model->run(inputs);
@@ -152,11 +155,14 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
 // [in, out] (read as io); oneDNN reorders all weights once into the layouts it chose.
 class OneDnnEmTrk {
  public:
-  OneDnnEmTrk(const onnx::ModelProto& model, int64_t batch)
+  // bf16: the conv and the first inner product on bf16 source and weights (oneDNN's bf16
+  // kernels, fp32 accumulation), the conv output bf16, everything after it fp32.
+  OneDnnEmTrk(const onnx::ModelProto& model, int64_t batch, bool bf16)
       : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
     using namespace dnnl;
     using tag = memory::format_tag;
     using dt = memory::data_type;
+    const dt cdt = bf16 ? dt::bf16 : dt::f32;
     const memory::dims src_dims = {batch, 1, kPatch, kPatch};
     const memory::dims conv_w_dims = {kFilters, 1, kKernel, kKernel};
     const memory::dims conv_dst_dims = {batch, kFilters, kConvOut, kConvOut};
@@ -164,11 +170,13 @@ class OneDnnEmTrk {
     const convolution_forward::primitive_desc conv_pd(
         convolution_forward::desc(
             prop_kind::forward_inference, algorithm::convolution_direct,
-            memory::desc(src_dims, dt::f32, tag::nhwc),
-            memory::desc(conv_w_dims, dt::f32, tag::any), memory::desc({kFilters}, dt::f32, tag::x),
-            memory::desc(conv_dst_dims, dt::f32, tag::nhwc), {1, 1}, {0, 0}, {0, 0}),
+            memory::desc(src_dims, cdt, tag::nhwc), memory::desc(conv_w_dims, cdt, tag::any),
+            memory::desc({kFilters}, dt::f32, tag::x), memory::desc(conv_dst_dims, cdt, tag::nhwc),
+            {1, 1}, {0, 0}, {0, 0}),
         relu_attr(), eng_);
-    src_ = memory(conv_pd.src_desc(), eng_);
+    src_user_ = memory(memory::desc(src_dims, dt::f32, tag::nhwc), eng_);
+    src_ = bf16 ? memory(conv_pd.src_desc(), eng_) : src_user_;
+    if (bf16) add(reorder(src_user_, src_), {{DNNL_ARG_FROM, src_user_}, {DNNL_ARG_TO, src_}});
     conv_dst_ = memory(conv_pd.dst_desc(), eng_);
     add(convolution_forward(conv_pd),
         {{DNNL_ARG_SRC, src_},
@@ -178,10 +186,10 @@ class OneDnnEmTrk {
          {DNNL_ARG_DST, conv_dst_}});
     // Dense 92928 -> 128: the NHWC conv output of one patch is the Keras flatten order (h, w, c),
     // so it is read as plain [batch, 92928] rows (oneDNN picks a slow gemm for a 4D source).
-    const memory flat(memory::desc({batch, kFlat}, dt::f32, tag::nc), eng_,
+    const memory flat(memory::desc({batch, kFlat}, cdt, tag::nc), eng_,
                       conv_dst_.get_data_handle());
     memory hidden1 = inner_product(model, "dense", flat, {kHidden1, kFlat}, tag::io,
-                                   {batch, kHidden1}, relu_attr());
+                                   {batch, kHidden1}, relu_attr(), cdt);
     memory hidden2 = inner_product(model, "dense_1", hidden1, {kHidden2, kHidden1}, tag::io,
                                    {batch, kHidden2}, relu_attr());
     memory logits = inner_product(model, "em_trk_none_netout", hidden2, {kClasses, kHidden2},
@@ -200,8 +208,8 @@ class OneDnnEmTrk {
   }
 
   void run(const float* patches) {
-    std::copy_n(patches, src_.get_desc().get_size() / sizeof(float),
-                static_cast<float*>(src_.get_data_handle()));
+    std::copy_n(patches, src_user_.get_desc().get_size() / sizeof(float),
+                static_cast<float*>(src_user_.get_data_handle()));
     for (size_t i = 0; i < steps_.size(); ++i) steps_[i].execute(strm_, args_[i]);
     strm_.wait();
   }
@@ -252,12 +260,13 @@ class OneDnnEmTrk {
   dnnl::memory inner_product(const onnx::ModelProto& model, const std::string& name,
                              const dnnl::memory& src, const dnnl::memory::dims& weight_dims,
                              dnnl::memory::format_tag user_tag, const dnnl::memory::dims& dst_dims,
-                             const dnnl::primitive_attr& attr) {
+                             const dnnl::primitive_attr& attr,
+                             dnnl::memory::data_type weight_type = dnnl::memory::data_type::f32) {
     using namespace dnnl;
     const inner_product_forward::primitive_desc pd(
         inner_product_forward::desc(
             prop_kind::forward_inference, src.get_desc(),
-            memory::desc(weight_dims, memory::data_type::f32, memory::format_tag::any),
+            memory::desc(weight_dims, weight_type, memory::format_tag::any),
             memory::desc({weight_dims[0]}, memory::data_type::f32, memory::format_tag::x),
             memory::desc(dst_dims, memory::data_type::f32, memory::format_tag::nc)),
         attr, eng_);
@@ -280,7 +289,7 @@ class OneDnnEmTrk {
   dnnl::stream strm_;
   std::vector<dnnl::primitive> steps_;
   std::vector<std::unordered_map<int, dnnl::memory>> args_;
-  dnnl::memory src_, conv_dst_, classes_, michel_;
+  dnnl::memory src_user_, src_, conv_dst_, classes_, michel_;
   std::string dense_impl_, implementations_;
 };
 
@@ -308,17 +317,20 @@ double onednn_vs_kaas(OneDnnEmTrk& onednn, const models::HostTensor& patches, in
   return worst;
 }
 
-void emtrk_onednn(benchmark::State& state) {
+void emtrk_onednn(benchmark::State& state, bool bf16) {
   const int64_t batch = state.range(0);
   const int threads = int(state.range(1));
   const OmpThreads omp_threads(threads);
   try {
-    OneDnnEmTrk onednn(emtrk_model().proto, batch);
+    OneDnnEmTrk onednn(emtrk_model().proto, batch, bf16);
     const auto patches = random_patches(batch);
     const double diff = onednn_vs_kaas(onednn, patches, batch);
-    if (!(diff <= 1e-4)) {
-      state.SkipWithError(("oneDNN and kaas outputs differ by " + std::to_string(diff) +
-                           " (> 1e-4): the peer does not compute the same network")
+    // bf16 against kaas fp32: the accuracy bound of the reduced-precision tests.
+    const double allowed = bf16 ? 0.02 : 1e-4;
+    if (!(diff <= allowed)) {
+      state.SkipWithError(("oneDNN and kaas fp32 outputs differ by " + std::to_string(diff) +
+                           " (> " + std::to_string(allowed) +
+                           "): the peer does not compute the same network")
                               .c_str());
       return;
     }
@@ -420,17 +432,29 @@ void register_emtrk() {
     const std::string name(backend->name());
     const std::vector<int> threads =
         backend->id() == BackendId::kOpenmp ? std::vector<int>{1, 2} : std::vector<int>{1};
-    configure(benchmark::RegisterBenchmark(("emtrk/" + name + "/fused").c_str(), emtrk_kaas,
-                                           backend, models::FusedPlan::kAuto),
-              threads)
+    configure(
+        benchmark::RegisterBenchmark(("emtrk/" + name + "/fused").c_str(), emtrk_kaas, backend,
+                                     models::FusedPlan::kAuto, models::Precision::kFp32),
+        threads)
         ->UseRealTime();
-    configure(benchmark::RegisterBenchmark(("emtrk/" + name + "/unfused").c_str(), emtrk_kaas,
-                                           backend, models::FusedPlan::kOff),
-              threads)
+    for (const auto precision : {models::Precision::kBf16, models::Precision::kFp16}) {
+      const std::string fused = "emtrk/" + name + "/fused_" + std::string(to_string(precision));
+      configure(benchmark::RegisterBenchmark(fused.c_str(), emtrk_kaas, backend,
+                                             models::FusedPlan::kRequire, precision),
+                threads)
+          ->UseRealTime();
+    }
+    configure(
+        benchmark::RegisterBenchmark(("emtrk/" + name + "/unfused").c_str(), emtrk_kaas, backend,
+                                     models::FusedPlan::kOff, models::Precision::kFp32),
+        threads)
         ->UseRealTime();
   }
 #if KAAS_BENCH_HAVE_DNNL
-  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn", emtrk_onednn), {1, 2})->UseRealTime();
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn", emtrk_onednn, false), {1, 2})
+      ->UseRealTime();
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn_bf16", emtrk_onednn, true), {1, 2})
+      ->UseRealTime();
 #endif
   configure(benchmark::RegisterBenchmark("emtrk/peer_onnxruntime", emtrk_onnxruntime), {1, 2})
       ->UseManualTime();

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <new>
+#include <type_traits>
 
 #include "kaas/kernels/cpu/avx512_activation.h"
 
@@ -110,8 +111,21 @@ struct F32 {
 
 struct Bf16 {
   using Elem = uint16_t;
-  static __m512 broadcast(const uint16_t* p) {
-    return _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(uint32_t(*p) << 16)));
+  // Exact: the 16 bits are the high half of the fp32 value.
+  static void widen(const uint16_t* src, float* dst, int64_t count) {
+    int64_t i = 0;
+    for (; i + kLanes <= count; i += kLanes) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+      _mm512_storeu_si512(dst + i,
+                          _mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
+    }
+    if (i < count) {
+      const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1u);
+      const __m256i h = _mm256_maskz_loadu_epi16(tail, src + i);
+      _mm512_mask_storeu_ps(dst + i, tail,
+                            _mm512_castsi512_ps(_mm512_maskz_slli_epi32(
+                                kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16)));
+    }
   }
   // The integer rounding of math::portable::float_to_bf16, lane-wise (AVX-512 F only; the
   // AVX512-BF16 instruction treats subnormal inputs as zero, which the oracle does not).
@@ -130,8 +144,17 @@ struct Bf16 {
 
 struct Fp16 {
   using Elem = uint16_t;
-  static __m512 broadcast(const uint16_t* p) {
-    return _mm512_maskz_cvtph_ps(kAll, _mm256_set1_epi16(static_cast<short>(*p)));
+  static void widen(const uint16_t* src, float* dst, int64_t count) {  // exact (vcvtph2ps)
+    int64_t i = 0;
+    for (; i + kLanes <= count; i += kLanes) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+      _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(kAll, h));
+    }
+    if (i < count) {
+      const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1u);
+      const __m256i h = _mm256_maskz_loadu_epi16(tail, src + i);
+      _mm512_mask_storeu_ps(dst + i, tail, _mm512_maskz_cvtph_ps(kAll, h));
+    }
   }
   static void store(const Plan&, uint16_t* dst, __m512 v, int64_t lanes) {
     store16(dst, _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
@@ -174,9 +197,8 @@ template <int V>
 // P (1..8) output pixels starting at `ow` whose windows lie inside the input along w; kh in
 // [kh0, kh1) is valid along h. `c0` is the first channel of the block of V (1..3) vectors.
 template <class S, int V, int P>
-[[gnu::noinline]] void interior(const Plan& plan, const typename S::Elem* in_n, int64_t ih0,
-                                int64_t kh0, int64_t kh1, int64_t ow, int64_t c0,
-                                typename S::Elem* out_row) {
+[[gnu::noinline]] void interior(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
+                                int64_t kh1, int64_t ow, int64_t c0, typename S::Elem* out_row) {
   static_assert(V >= 1 && V <= kMaxVectors && P >= 1 && P <= kPixels);
   const Conv2dNhwcArgs& a = *plan.a;
   __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
@@ -201,14 +223,14 @@ template <class S, int V, int P>
         __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
         load_weights<V>(wk + j * cpad, w0, w1, w2);
         const auto* x = ip + j;
-        fma_pixel<V>(S::broadcast(x), w0, w1, w2, a00, a01, a02);
-        if constexpr (P > 1) fma_pixel<V>(S::broadcast(x + step), w0, w1, w2, a10, a11, a12);
-        if constexpr (P > 2) fma_pixel<V>(S::broadcast(x + 2 * step), w0, w1, w2, a20, a21, a22);
-        if constexpr (P > 3) fma_pixel<V>(S::broadcast(x + 3 * step), w0, w1, w2, a30, a31, a32);
-        if constexpr (P > 4) fma_pixel<V>(S::broadcast(x + 4 * step), w0, w1, w2, a40, a41, a42);
-        if constexpr (P > 5) fma_pixel<V>(S::broadcast(x + 5 * step), w0, w1, w2, a50, a51, a52);
-        if constexpr (P > 6) fma_pixel<V>(S::broadcast(x + 6 * step), w0, w1, w2, a60, a61, a62);
-        if constexpr (P > 7) fma_pixel<V>(S::broadcast(x + 7 * step), w0, w1, w2, a70, a71, a72);
+        fma_pixel<V>(F32::broadcast(x), w0, w1, w2, a00, a01, a02);
+        if constexpr (P > 1) fma_pixel<V>(F32::broadcast(x + step), w0, w1, w2, a10, a11, a12);
+        if constexpr (P > 2) fma_pixel<V>(F32::broadcast(x + 2 * step), w0, w1, w2, a20, a21, a22);
+        if constexpr (P > 3) fma_pixel<V>(F32::broadcast(x + 3 * step), w0, w1, w2, a30, a31, a32);
+        if constexpr (P > 4) fma_pixel<V>(F32::broadcast(x + 4 * step), w0, w1, w2, a40, a41, a42);
+        if constexpr (P > 5) fma_pixel<V>(F32::broadcast(x + 5 * step), w0, w1, w2, a50, a51, a52);
+        if constexpr (P > 6) fma_pixel<V>(F32::broadcast(x + 6 * step), w0, w1, w2, a60, a61, a62);
+        if constexpr (P > 7) fma_pixel<V>(F32::broadcast(x + 7 * step), w0, w1, w2, a70, a71, a72);
       }
     }
   }
@@ -226,9 +248,8 @@ template <class S, int V, int P>
 
 // One output pixel whose window may be clipped along w.
 template <class S, int V>
-[[gnu::noinline]] void border(const Plan& plan, const typename S::Elem* in_n, int64_t ih0,
-                              int64_t kh0, int64_t kh1, int64_t ow, int64_t c0,
-                              typename S::Elem* out_row) {
+[[gnu::noinline]] void border(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
+                              int64_t kh1, int64_t ow, int64_t c0, typename S::Elem* out_row) {
   const Conv2dNhwcArgs& a = *plan.a;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0;
   load_weights<V>(plan.bias + c0, a0, a1, a2);
@@ -244,7 +265,7 @@ template <class S, int V>
       for (int64_t ci = 0; ci < cin; ++ci) {
         __m512 w0 = _mm512_setzero_ps(), w1 = w0, w2 = w0;
         load_weights<V>(wk + ci * cpad, w0, w1, w2);
-        fma_pixel<V>(S::broadcast(ip + ci), w0, w1, w2, a0, a1, a2);
+        fma_pixel<V>(F32::broadcast(ip + ci), w0, w1, w2, a0, a1, a2);
       }
     }
   }
@@ -252,9 +273,8 @@ template <class S, int V>
 }
 
 template <class S, int V>
-void channel_block(const Plan& plan, const typename S::Elem* in_n, int64_t ih0, int64_t kh0,
-                   int64_t kh1, int64_t ow_lo, int64_t ow_hi, int64_t c0,
-                   typename S::Elem* out_row) {
+void channel_block(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int64_t kh1,
+                   int64_t ow_lo, int64_t ow_hi, int64_t c0, typename S::Elem* out_row) {
   const int64_t ow_n = plan.a->out_w;
   int64_t ow = 0;
   for (; ow < ow_lo; ++ow) border<S, V>(plan, in_n, ih0, kh0, kh1, ow, c0, out_row);
@@ -283,56 +303,102 @@ void channel_block(const Plan& plan, const typename S::Elem* in_n, int64_t ih0, 
   }
 }
 
+// The input rows output row `row` reads, as fp32: the caller's for F32; for 16-bit storage
+// widened into `window` (rows from the first valid one, dense pixels), which `window_plan`'s
+// strides describe.
+struct InputRows {
+  const float* data;
+  int64_t ih0;  // the row index of the output row's first kernel row in `data`
+};
+
 template <class S>
-void run_row(const Plan& plan, const typename S::Elem* input, typename S::Elem* output, int64_t row,
-             int64_t ow_lo, int64_t ow_hi) {
+InputRows input_rows(const Conv2dNhwcArgs& a, const typename S::Elem* input, int64_t n, int64_t ih0,
+                     int64_t kh0, int64_t kh1, float* window) {
+  if constexpr (std::is_same_v<S, F32>) {
+    return {a.in_channels > 0 ? input + n * a.in_stride_n : nullptr, ih0};
+  } else {
+    if (kh1 <= kh0 || a.in_channels == 0) return {window, 0};  // no valid input row
+    const int64_t first = ih0 + kh0 * a.dilation_h;
+    const int64_t count = (kh1 - 1 - kh0) * a.dilation_h + 1;
+    const int64_t pixel_values = a.in_w * a.in_channels;
+    for (int64_t r = 0; r < count; ++r) {
+      const uint16_t* src = input + n * a.in_stride_n + (first + r) * a.in_stride_h;
+      float* dst = window + r * pixel_values;
+      if (a.in_stride_w == a.in_channels) {
+        S::widen(src, dst, pixel_values);
+      } else {
+        for (int64_t iw = 0; iw < a.in_w; ++iw)
+          S::widen(src + iw * a.in_stride_w, dst + iw * a.in_channels, a.in_channels);
+      }
+    }
+    return {window, ih0 - first};
+  }
+}
+
+template <class S>
+void run_row(const Plan& plan, const Plan& input_plan, const typename S::Elem* input,
+             typename S::Elem* output, int64_t row, int64_t ow_lo, int64_t ow_hi, float* window) {
   const Conv2dNhwcArgs& a = *plan.a;
   const int64_t n = row / a.out_h, oh = row - n * a.out_h;
   const int64_t ih0 = oh * a.stride_h - a.pad_top;
   // kh with 0 <= ih0 + kh * dilation_h < in_h
   const int64_t kh0 = ih0 >= 0 ? 0 : (-ih0 + a.dilation_h - 1) / a.dilation_h;
   const int64_t kh1 = min64(ih0 < a.in_h ? (a.in_h - 1 - ih0) / a.dilation_h + 1 : 0, a.kernel_h);
-  const auto* in_n = a.in_channels > 0 ? input + n * a.in_stride_n : nullptr;
+  const InputRows in = input_rows<S>(a, input, n, ih0, kh0, kh1, window);
   auto* out_row = output + n * a.out_stride_n + oh * a.out_stride_h;
   const int64_t vectors = plan.cpad / kLanes;
   for (int64_t v0 = 0; v0 < vectors; v0 += kMaxVectors) {
     const int64_t c0 = v0 * kLanes;
     switch (min64(kMaxVectors, vectors - v0)) {
       case 3:
-        channel_block<S, 3>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 3>(input_plan, in.data, in.ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
       case 2:
-        channel_block<S, 2>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 2>(input_plan, in.data, in.ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
       default:
-        channel_block<S, 1>(plan, in_n, ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
+        channel_block<S, 1>(input_plan, in.data, in.ih0, kh0, kh1, ow_lo, ow_hi, c0, out_row);
         break;
     }
   }
 }
 
+// Every output row. 16-bit inputs: each thread widens the rows an output row reads into its own
+// window (a few rows; every input row is widened kernel_h / stride_h times, cheap next to the
+// kernel_h * kernel_w * C_in FMAs per output value), so the kernel broadcasts fp32 from memory.
 template <class S>
 void run_rows(const Plan& plan, const typename S::Elem* input, typename S::Elem* output,
               int64_t ow_lo, int64_t ow_hi) {
   const Conv2dNhwcArgs& a = *plan.a;
   const int64_t rows = a.batch * a.out_h;
+  const bool widened = !std::is_same_v<S, F32>;
+  const int64_t window_values =
+      widened ? ((a.kernel_h - 1) * a.dilation_h + 1) * a.in_w * a.in_channels : 0;
 #if defined(_OPENMP)
   // Inside an active parallel region the call stays on the calling thread (as launch()). Rows
   // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
   // machine does not hold up the others.
   const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
 #pragma omp parallel if (parallel)
+#endif
   {
+    AlignedFloats window(window_values);
+    Conv2dNhwcArgs window_args = a;  // the window's dense strides
+    if (widened) {
+      window_args.in_stride_h = a.in_w * a.in_channels;
+      window_args.in_stride_w = a.in_channels;
+    }
+    Plan input_plan = plan;
+    input_plan.a = widened ? &window_args : plan.a;
+#if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads();
     const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
 #pragma omp for schedule(dynamic, chunk) nowait
-    for (int64_t row = 0; row < rows; ++row) run_row<S>(plan, input, output, row, ow_lo, ow_hi);
+#endif
+    for (int64_t row = 0; row < rows; ++row)
+      run_row<S>(plan, input_plan, input, output, row, ow_lo, ow_hi, window.data());
     if (plan.stream) _mm_sfence();  // order this thread's streamed stores before the join
   }
-#else
-  for (int64_t row = 0; row < rows; ++row) run_row<S>(plan, input, output, row, ow_lo, ow_hi);
-  if (plan.stream) _mm_sfence();
-#endif
 }
 
 bool aligned64(const void* p) {

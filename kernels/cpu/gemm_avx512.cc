@@ -73,9 +73,39 @@ void widen_fp16(const uint16_t* src, float* dst, int64_t count) {
   }
 }
 
+// bf16 widens by a 16-bit shift into the high half of each fp32 lane.
+void widen_bf16(const uint16_t* src, float* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m512i w = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16);
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(w));
+  }
+  if (i < count) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1u);
+    const __m256i h = _mm256_maskz_loadu_epi16(tail, src + i);
+    const __m512i w = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16);
+    _mm512_mask_storeu_ps(dst + i, tail, _mm512_castsi512_ps(w));
+  }
+}
+
+using Widen = void (*)(const uint16_t*, float*, int64_t);
+
+void gemm_widened(const GemmHalfArgs& g, Widen widen);
+
 }  // namespace
 
 void gemm_avx512_fp16(const GemmHalfArgs& g) {
+  gemm_widened(g, widen_fp16);
+}
+
+void gemm_avx512_bf16_widened(const GemmHalfArgs& g) {
+  gemm_widened(g, widen_bf16);
+}
+
+namespace {
+
+void gemm_widened(const GemmHalfArgs& g, Widen widen) {
   using tiled::kDepth;
   using tiled::kRows;
   constexpr int64_t cols = Zmm::kLanes * Zmm::kTileVectors;
@@ -107,11 +137,11 @@ void gemm_avx512_fp16(const GemmHalfArgs& g) {
             static_cast<int>(panel_vectors < Zmm::kTileVectors ? panel_vectors : Zmm::kTileVectors);
         if (panel != staged_panel) {  // this panel's rows of the K block, as fp32
           for (int64_t k = 0; k < kc; ++k)
-            widen_fp16(g.b + (k0 + k) * g.ldb + c0, b_block.data() + k * cols, vecs * Zmm::kLanes);
+            widen(g.b + (k0 + k) * g.ldb + c0, b_block.data() + k * cols, vecs * Zmm::kLanes);
           staged_panel = panel;
         }
         for (int r = 0; r < mr; ++r)
-          widen_fp16(g.a + (r0 + r) * g.lda + k0, a_block.data() + r * kDepth, kc);
+          widen(g.a + (r0 + r) * g.lda + k0, a_block.data() + r * kDepth, kc);
         tiled::tile_vectors<Zmm>(vecs, mr, a_block.data(), kDepth, b_block.data(), cols,
                                  g.y + r0 * g.ldy + c0, g.ldy, kc, g.alpha, last, g.epilogue);
       }
@@ -119,6 +149,8 @@ void gemm_avx512_fp16(const GemmHalfArgs& g) {
     }
   }
 }
+
+}  // namespace
 
 }  // namespace kaas::simd
 
@@ -135,6 +167,10 @@ void gemm_avx512(const GemmRowMajorArgs&) {
 }
 
 void gemm_avx512_fp16(const GemmHalfArgs&) {
+  throw Error(ErrorCode::kInternal, "gemm: the AVX-512 CPU fast path is not compiled in");
+}
+
+void gemm_avx512_bf16_widened(const GemmHalfArgs&) {
   throw Error(ErrorCode::kInternal, "gemm: the AVX-512 CPU fast path is not compiled in");
 }
 

@@ -55,6 +55,8 @@ struct GemmHalfArgs {
   bool parallel;
 };
 void gemm_avx512_fp16(const GemmHalfArgs& args);
+// The same for bf16 operands (a bf16 widens by a 16-bit shift).
+void gemm_avx512_bf16_widened(const GemmHalfArgs& args);
 
 bool gemm_avx512_compiled();
 void gemm_avx512(const GemmRowMajorArgs& args);
