@@ -25,4 +25,13 @@ inline void set_flops(benchmark::State& state, double flops_per_iteration) {
       benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
+// frac_peak_bf16: of the bf16 dot-product loop's peak (vdpbf16ps, where the CPU has it), for
+// reduced-precision work.
+inline void set_bf16_peak_fraction(benchmark::State& state, double flops_per_iteration) {
+  if (machine_peaks().bf16_flops_per_second <= 0) return;
+  state.counters["frac_peak_bf16"] = benchmark::Counter(
+      flops_per_iteration / machine_peaks().bf16_flops_per_second,
+      benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 }  // namespace kaas::bench

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("peak_stream_update_GBps",
                               std::to_string(peaks.bytes_per_second / 1e9));
   benchmark::AddCustomContext("peak_fma_GFLOPps", std::to_string(peaks.flops_per_second / 1e9));
+  benchmark::AddCustomContext("peak_bf16_GFLOPps",
+                              std::to_string(peaks.bf16_flops_per_second / 1e9));
   for (auto registrar : kaas::bench::benchmark_registrars()) registrar();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -88,11 +88,12 @@ struct Case {
   std::string kernel;  // its header is kernels/<kernel>.h
   // The benchmark name; "{backend}" and "{impl}" are replaced by the backend and implementation.
   std::string name;
-  std::string title;         // short, for the self-check table
-  double bytes = 0;          // read and written once per run
-  double flops = 0;          // per run (0: not a FLOP-bound kernel)
-  double items = 0;          // per run, reported as the rate `items_name` (0: none)
-  std::string items_name;    // e.g. "hits/s"
+  std::string title;               // short, for the self-check table
+  double bytes = 0;                // read and written once per run
+  double flops = 0;                // per run (0: not a FLOP-bound kernel)
+  bool reduced_precision = false;  // bf16 / fp16 operands: benchmarks add the bf16-peak fraction
+  double items = 0;                // per run, reported as the rate `items_name` (0: none)
+  std::string items_name;          // e.g. "hits/s"
   double reference_ops = 0;  // work of the host reference: tests skip what exceeds their budget
   // The implementations this case can run on `backend`; the first is the default.
   std::function<std::vector<std::string>(const Backend&)> impls;

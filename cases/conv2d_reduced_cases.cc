@@ -86,6 +86,7 @@ Case reduced_case(const ConvCase& c, const std::string& type, const std::string&
                    double(c.out_channels) * kred + outputs);
   k.flops = 2.0 * outputs * kred;
   k.reference_ops = 2 * k.flops;
+  k.reduced_precision = true;
   k.items = double(c.batch);
   k.items_name = "patches_per_s";
   k.impls = [c](const Backend& backend) {

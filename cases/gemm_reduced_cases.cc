@@ -99,6 +99,7 @@ Case reduced_case(const GemmCase& c, const std::string& types) {
   k.bytes = 2.0 * double(c.m * c.k + c.k * c.n) + double(sizeof(TY)) * 2.0 * double(c.m * c.n);
   k.flops = 2.0 * double(c.m) * double(c.k) * double(c.n);
   k.reference_ops = 2 * k.flops;
+  k.reduced_precision = true;
   k.impls = [c](const Backend& backend) {
     std::vector<std::string> names = {"auto", "portable"};
     const bool cpu = backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp;

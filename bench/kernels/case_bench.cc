@@ -31,6 +31,7 @@ void run_case(benchmark::State& state, const Backend* backend, const cases::Case
   }
   if (c.bytes > 0) set_bandwidth(state, c.bytes);
   if (c.flops > 0) set_flops(state, c.flops);
+  if (c.flops > 0 && c.reduced_precision) set_bf16_peak_fraction(state, c.flops);
   if (c.items > 0) {
     state.counters[c.items_name] =
         benchmark::Counter(c.items, benchmark::Counter::kIsIterationInvariantRate);

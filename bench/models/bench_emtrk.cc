@@ -144,6 +144,8 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
       benchmark::DoNotOptimize(outputs.data());
     }
     set_patch_counters(state, batch, threads);
+    if (precision != models::Precision::kFp32)
+      set_bf16_peak_fraction(state, kFlopsPerPatch * double(batch));
     state.SetLabel(model->describe().back());
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -340,6 +342,7 @@ void emtrk_onednn(benchmark::State& state, bool bf16) {
       benchmark::DoNotOptimize(onednn.classes());
     }
     set_patch_counters(state, batch, threads);
+    if (bf16) set_bf16_peak_fraction(state, kFlopsPerPatch * double(batch));
     state.counters["max_abs_diff_vs_kaas"] = diff;
     state.SetLabel(onednn.label());
   } catch (const std::exception& e) {  // dnnl::error and kaas::Error are std::exceptions
