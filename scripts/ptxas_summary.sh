@@ -14,8 +14,12 @@ awk '
     match($0, /for .sm_[0-9]+./); arch = substr($0, RSTART + 5, RLENGTH - 6)
     name = $0; sub(/.*function ./, "", name); sub(/. for .*/, "", name)
     # kernel functor name from the mangled kernel_entry<Functor,...>
-    if (match(name, /[0-9]+[A-Z][A-Za-z]+Kernel/)) { k = substr(name, RSTART, RLENGTH); sub(/^[0-9]+/, "", k) } else k = name
+    if (match(name, /[0-9]+[A-Z][A-Za-z0-9]+Kernel/)) { k = substr(name, RSTART, RLENGTH); sub(/^[0-9]+/, "", k) } else k = name
     if (match(name, /Kernel(I[fil])/)) k = k "<" substr(name, RSTART + 7, 1) ">"
+    # 16-bit storage types (bf16 / fp16 template arguments), in order
+    types = ""; rest = name
+    while (match(rest, /4(bf16|fp16)/)) { types = types (types == "" ? "" : ",") substr(rest, RSTART + 1, 4); rest = substr(rest, RSTART + RLENGTH) }
+    if (types != "") k = k "<" types ">"
     if (match(name, /(Sum|Max)Op/)) k = k "<" substr(name, RSTART, RLENGTH) ">"
   }
   /bytes stack frame/ { split($0, f, /[ ,]+/); for (i in f) { if (f[i] == "spill" && f[i+1] == "stores") ss = f[i-2]; if (f[i] == "spill" && f[i+1] == "loads") sl = f[i-2] } }
