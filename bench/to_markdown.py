@@ -15,7 +15,10 @@ def throughput(b):
         return (f"{b['hits/s'] / 1e6:.2f} M hits/s, {b['bytes_per_second'] / 1e9:.1f} GB/s",
                 f"{b.get('frac_peak_bw', 0):.2f} of stream peak")
     if "FLOPs" in b:
-        return f"{b['FLOPs'] / 1e9:.1f} GFLOP/s", f"{b.get('frac_peak_flops', 0):.2f} of FMA peak"
+        fraction = f"{b.get('frac_peak_flops', 0):.2f} of FMA peak"
+        if "frac_peak_bf16" in b:  # reduced precision: also of the bf16 dot-product peak
+            fraction += f", {b['frac_peak_bf16']:.2f} of bf16 peak"
+        return f"{b['FLOPs'] / 1e9:.1f} GFLOP/s", fraction
     if "bytes_per_second" in b:
         return f"{b['bytes_per_second'] / 1e9:.1f} GB/s", f"{b.get('frac_peak_bw', 0):.2f} of stream peak"
     if "queries/s" in b:
@@ -61,6 +64,30 @@ def emtrk_summary(rows) -> None:
               f"{fmt(o, '.0f')} | {fmt(r_d, '.2f')} | {fmt(r_o, '.2f')} | {fmt(frac_f, '.2f')} | "
               f"{fmt(frac_d, '.2f')} |")
     print()
+    precisions = [(batch, threads) for (batch, threads) in sorted(table, key=lambda k: (k[1], k[0]))
+                  if "openmp/fused_bf16" in table[(batch, threads)]]
+    if not precisions:
+        return
+    print("Reduced precision (openmp backend): patches/s of the fused plan in fp32, bf16 and fp16 "
+          "beside oneDNN fp32 and bf16 and onnxruntime fp32; ratios are throughput ratios (> 1: "
+          "the first is faster).\n")
+    print("| batch | threads | kaas fp32 | kaas bf16 | kaas fp16 | oneDNN fp32 | oneDNN bf16 | "
+          "onnxruntime | bf16/fp32 | bf16/oneDNN bf16 | fp16/oneDNN bf16 | fp32/oneDNN fp32 | "
+          "fp32/ORT | kaas bf16 frac. bf16 peak |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for batch, threads in precisions:
+        impls = table[(batch, threads)]
+        f32, b16, f16 = (rate(impls.get("openmp/fused" + p)) for p in ("", "_bf16", "_fp16"))
+        d32, d16 = rate(impls.get("peer_onednn")), rate(impls.get("peer_onednn_bf16"))
+        o = rate(impls.get("peer_onnxruntime"))
+        ratio = lambda a, b: a / b if a and b else None  # noqa: E731
+        frac = impls["openmp/fused_bf16"].get("frac_peak_bf16")
+        print(f"| {batch} | {threads} | {fmt(f32, '.0f')} | {fmt(b16, '.0f')} | {fmt(f16, '.0f')} | "
+              f"{fmt(d32, '.0f')} | {fmt(d16, '.0f')} | {fmt(o, '.0f')} | "
+              f"{fmt(ratio(b16, f32), '.2f')} | {fmt(ratio(b16, d16), '.2f')} | "
+              f"{fmt(ratio(f16, d16), '.2f')} | {fmt(ratio(f32, d32), '.2f')} | "
+              f"{fmt(ratio(f32, o), '.2f')} | {fmt(frac, '.2f')} |")
+    print()
 
 
 def main(path: str) -> None:
@@ -68,10 +95,13 @@ def main(path: str) -> None:
         data = json.load(f)
     ctx = data["context"]
     caches = ", ".join(f"{c['size'] // 1024} KiB L{c['level']}" for c in ctx["caches"])
+    bf16_peak = ""
+    if float(ctx.get("peak_bf16_GFLOPps", 0)) > 0:
+        bf16_peak = f", bf16 dot product {float(ctx['peak_bf16_GFLOPps']):.1f} GFLOP/s"
     print(f"Machine: {ctx.get('host_name', '?')}, {ctx['num_cpus']} CPUs at {ctx['mhz_per_cpu']} MHz, "
           f"caches {caches}; peaks measured at start-up of this run: streaming update "
           f"{float(ctx['peak_stream_update_GBps']):.1f} GB/s, FMA {float(ctx['peak_fma_GFLOPps']):.1f} "
-          f"GFLOP/s; date {ctx['date']}; load average {ctx.get('load_avg', '?')}.\n")
+          f"GFLOP/s{bf16_peak}; date {ctx['date']}; load average {ctx.get('load_avg', '?')}.\n")
     families = collections.OrderedDict()
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
