@@ -100,6 +100,9 @@ int main(int argc, char** argv) {
       std::printf("kaas-server: model %s version %s %s%s%s\n", e.name.c_str(),
                   e.version.empty() ? "-" : e.version.c_str(), e.state.c_str(),
                   e.reason.empty() ? "" : ": ", e.reason.c_str());
+      if (e.state != "READY") continue;
+      for (const std::string& line : server.repository().get(e.name, "")->plan)
+        std::printf("kaas-server: model %s: %s\n", e.name.c_str(), line.c_str());
     }
     std::printf("kaas-server: listening host=%s http=%d grpc=%d metrics=%d\n", options.host.c_str(),
                 server.http_port(), server.grpc_port(), server.metrics_port());

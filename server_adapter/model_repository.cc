@@ -68,6 +68,7 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
   served->version = loaded.entry.version;
   served->config = std::move(loaded.entry.config);
   served->stats = std::make_shared<ModelStats>();
+  served->plan = loaded.instances.front()->describe();
   served->scheduler =
       std::make_unique<ModelScheduler>(name, std::move(loaded.instances), policy, served->stats);
   return served;

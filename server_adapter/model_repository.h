@@ -27,6 +27,7 @@ struct ServedModel {
   inference::ModelConfig config;  // as read, completed with the model's inputs and outputs
   std::shared_ptr<ModelStats> stats;
   std::unique_ptr<ModelScheduler> scheduler;
+  std::vector<std::string> plan;  // the first instance's describe(): simplification, precision
 };
 
 struct ModelIndexEntry {

@@ -74,6 +74,14 @@ class ClientTest : public ::testing::Test {
            "parameters { key: \"k\" value { string_value: \"16\" } }\n"
            "input [ { name: \"points\" data_type: TYPE_BF16 dims: [ -1, -1 ] } ]\n"
            "output [ { name: \"distances\" data_type: TYPE_FP16 dims: [ -1, 16 ] } ]\n";
+    // EmTrkMichelId in bf16: the same model file and max batch (the plan's slab passes), config
+    // parameter precision.
+    fs::create_directories(*repository_ / "emtrk_bf16" / "1");
+    fs::copy_file(*repository_ / "emtrkmichelid" / "1" / "model.onnx",
+                  *repository_ / "emtrk_bf16" / "1" / "model.onnx");
+    std::ofstream(*repository_ / "emtrk_bf16" / "config.pbtxt")
+        << "name: \"emtrk_bf16\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 256\n"
+           "parameters { key: \"precision\" value { string_value: \"bf16\" } }\n";
   }
   static void TearDownTestSuite() {
     fs::remove_all(*repository_);
@@ -401,6 +409,40 @@ TEST_F(ClientTest, Bf16AndFp16TensorsAreConvertedAtTheModelBoundary) {
     const auto want = reference.output<int32_t>("indices");
     EXPECT_TRUE(std::equal(indices.begin(), indices.end(), want.begin(), want.end()));
     EXPECT_THROW(c->set_input<float>("points", widened, {40, 3}), Error) << "FP32 for BF16";
+  }
+}
+
+TEST_F(ClientTest, PrecisionParameterRunsTheModelInBf16ServedAndDirect) {
+  const int64_t n = 24;
+  const auto patches = random_floats(n * 48 * 48, 17, -5.0f, 15.0f);
+  auto run = [&](client::InferenceClient& c) {
+    c.set_input<float>("main_input", patches, {n, 48, 48, 1});
+    return c.run();
+  };
+  const InferResult fp32 = run(*direct("emtrkmichelid"));
+  client::DirectOptions bf16_options;
+  bf16_options.parameters = {{"precision", "bf16"}};
+  auto overridden =
+      DirectClient::from_repository(*repository_, "emtrkmichelid", backend(), bf16_options);
+  const InferResult direct_bf16 = run(*overridden);
+  const InferResult served_bf16 = run(*remote("emtrk_bf16"));
+  EXPECT_EQ(all_bytes(served_bf16, kCnnOutputs), all_bytes(direct_bf16, kCnnOutputs))
+      << "config parameter and DirectOptions::parameters run the same plan";
+  EXPECT_NE(all_bytes(direct_bf16, kCnnOutputs), all_bytes(fp32, kCnnOutputs)) << "not bf16";
+  const auto a = fp32.output<float>(kCnnOutputs[0]), b = direct_bf16.output<float>(kCnnOutputs[0]);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.02) << i;
+
+  client::DirectOptions bad;
+  bad.parameters = {{"precision", "fp8"}};
+  try {
+    DirectClient::from_repository(*repository_, "emtrkmichelid", backend(), bad);
+    ADD_FAILURE() << "precision fp8 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("precision: expected fp32, bf16 or fp16, received 'fp8'"),
+              std::string::npos)
+        << e.what();
   }
 }
 
