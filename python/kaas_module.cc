@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -314,8 +315,12 @@ class Client {
   explicit Client(std::unique_ptr<client::InferenceClient> client) : client_(std::move(client)) {}
 
   static Client direct(const std::string& repository, const std::string& model,
-                       const std::string& backend) {
-    return Client(client::DirectClient::from_repository(repository, model, backend_named(backend)));
+                       const std::string& backend,
+                       const std::map<std::string, std::string>& parameters) {
+    client::DirectOptions options;
+    options.parameters = parameters;
+    return Client(
+        client::DirectClient::from_repository(repository, model, backend_named(backend), options));
   }
 
   static Client remote(const std::string& url, const std::string& model, const std::string& version,
@@ -494,7 +499,10 @@ NB_MODULE(_kaas, m) {
                      "One model, in process (Client.direct) or on kaas-server / Triton over KServe "
                      "v2 gRPC (Client.remote), with the same results.")
       .def_static("direct", &Client::direct, "repository"_a, "model"_a, "backend"_a = "auto",
-                  "The model of a Triton-layout repository entry, run in this process.")
+                  "parameters"_a = std::map<std::string, std::string>{},
+                  "The model of a Triton-layout repository entry, run in this process; "
+                  "`parameters` replace or add config.pbtxt parameters (precision: fp32, bf16, "
+                  "fp16).")
       .def_static("remote", &Client::remote, "url"_a, "model"_a, "version"_a = "", "retries"_a = 2,
                   "backoff_ms"_a = 50, "ready_timeout_ms"_a = 10000, "gzip"_a = false,
                   "fallback_repository"_a = nb::none(), "fallback_backend"_a = "auto",

@@ -25,8 +25,9 @@ class Model:
         self._client = client
 
     @staticmethod
-    def load(repository, name, backend="auto"):
-        return Model(Client.direct(str(repository), name, backend))
+    def load(repository, name, backend="auto", parameters=None):
+        """`parameters` replace or add the entry's config parameters, e.g. {"precision": "bf16"}."""
+        return Model(Client.direct(str(repository), name, backend, dict(parameters or {})))
 
     @property
     def signature(self):

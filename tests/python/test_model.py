@@ -55,3 +55,14 @@ def test_model_run_matches_onnxruntime(repository, patches, model_run):
         got = model_run[name]
         assert got.shape == want.shape, name
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_precision_parameter_runs_bf16_within_the_accuracy_bound(repository, patches, model_run):
+    bf16 = kaas.Model.load(repository, EMTRK, backend="serial", parameters={"precision": "bf16"})
+    got = bf16.run({"main_input": patches})
+    for name, want in model_run.items():
+        assert got[name].dtype == np.float32  # the served outputs stay as declared
+        assert not np.array_equal(got[name], want), f"{name}: not run in bf16"
+        np.testing.assert_allclose(got[name], want, atol=0.02, rtol=0)
+    with pytest.raises(kaas.InvalidArgument, match="precision: expected fp32, bf16 or fp16"):
+        kaas.Model.load(repository, EMTRK, backend="serial", parameters={"precision": "fp8"})
