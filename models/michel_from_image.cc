@@ -19,6 +19,7 @@ class MichelFromImage final : public Model {
     cnn_options.name = options.name + "/cnn";
     cnn_options.max_batch = options.hits_per_chunk;
     cnn_options.device = options.device;
+    cnn_options.precision = options.precision;
     cnn_ = make_onnx_device_model(cnn, backend, cnn_options);
     check_cnn();
     signature_.max_batch = 0;

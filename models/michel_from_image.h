@@ -22,14 +22,16 @@
 #include "kaas/backends/backend.h"
 #include "kaas/kernels/patches.h"
 #include "kaas/models/model.h"
+#include "kaas/models/precision.h"
 
 namespace kaas::models {
 
 struct MichelFromImageOptions {
   std::string name = "michel_from_image";
-  int64_t hits_per_chunk = 1024;  // patches per CNN execution (its max batch)
-  PatchParams patch;              // must match the CNN's input (48 x 48 by default)
-  int device = 0;                 // the backend's device (GPU index)
+  int64_t hits_per_chunk = 1024;           // patches per CNN execution (its max batch)
+  PatchParams patch;                       // must match the CNN's input (48 x 48 by default)
+  int device = 0;                          // the backend's device (GPU index)
+  Precision precision = Precision::kFp32;  // of the CNN (see OnnxModelOptions::precision)
 };
 
 // `cnn`: an EmTrkMichelId-like ONNX model, input [-1, pw, pb, 1] or [-1, 1, pw, pb], outputs

@@ -77,6 +77,8 @@ PreparedModel prepare_michel_from_image(const ModelBuildRequest& request) {
   MichelFromImageOptions options;
   options.name = request.name;
   options.hits_per_chunk = request.parameters.integer("hits_per_chunk", 1024, 1, 1 << 20);
+  options.precision = precision_from_string(request.parameters.text("precision", "fp32"),
+                                            "model '" + request.name + "'");
   PreparedModel prepared;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;
@@ -91,7 +93,8 @@ ModelKindRegistry make_builtin_registry() {
   registry.add({"knn", "exact k nearest neighbours over ragged events (parameters k, method)",
                 false, prepare_knn});
   registry.add({"michel_from_image",
-                "plane image + hits -> per-hit EmTrkMichelId scores (parameter hits_per_chunk)",
+                "plane image + hits -> per-hit EmTrkMichelId scores (parameters hits_per_chunk, "
+                "precision)",
                 true, prepare_michel_from_image});
   return registry;
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kaas/backends/buffer.h"
 #include "kaas/common/error.h"
 #include "kaas/models/emtrk_onnx_generator.h"
@@ -87,6 +89,31 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
     EXPECT_NEAR(sum, 1.0f, 1e-5);
   }
   EXPECT_EQ(out[1].values<uint8_t>()[hits - 3], 0) << "corner hit is not fiducial";
+}
+
+// precision bf16 runs the CNN's conv and first dense layer in bf16: within the accuracy bound of
+// the fp32 model, not equal to it, and named in the plan.
+TEST_P(MichelFromImageTest, PrecisionRunsTheCnnInBf16) {
+  const Backend& backend = *GetParam();
+  const Event e = make_event(9);
+  const auto cnn = models::generate_emtrk_onnx();
+  models::MichelFromImageOptions options;
+  const auto fp32 = models::make_michel_from_image(cnn, backend, options)->run(inputs_of(e));
+  options.precision = models::Precision::kBf16;
+  const auto model = models::make_michel_from_image(cnn, backend, options);
+  const auto bf16 = model->run(inputs_of(e));
+  const auto a = fp32[0].values<float>(), b = bf16[0].values<float>();
+  ASSERT_EQ(a.size(), b.size());
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], 0.02) << i;
+    differs = differs || a[i] != b[i];
+  }
+  EXPECT_TRUE(differs) << "the bf16 CNN gave the fp32 bits";
+  const auto plan = model->describe();
+  EXPECT_TRUE(std::any_of(plan.begin(), plan.end(), [](const std::string& line) {
+    return line.find("precision bf16: dense (Gemm) bf16") != std::string::npos;
+  }));
 }
 
 TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
