@@ -111,6 +111,13 @@ std::vector<Case> conv2d_reduced_cases() {
   same.params.layout = Layout::kNHWC;
   same.params.auto_pad = AutoPad::kSameUpper;
   same.params.epilogue = {Activation::kLeakyRelu, 0.125f};
+  ConvCase strided = same;  // strides and dilation through the AVX-512 input window
+  strided.batch = 3, strided.in_h = 13, strided.in_w = 12, strided.out_channels = 35;
+  strided.params.stride_h = 2, strided.params.stride_w = 3;
+  strided.params.dilation_h = 2, strided.params.dilation_w = 2;
+  strided.params.auto_pad = AutoPad::kNotSet;
+  strided.params.pad_top = 2, strided.params.pad_left = 1, strided.params.pad_bottom = 1;
+  strided.params.pad_right = 2;
   ConvCase grouped{};  // NCHW, groups, strides: the portable kernel only
   grouped.batch = 3, grouped.in_channels = 6, grouped.in_h = 11, grouped.in_w = 13;
   grouped.out_channels = 9, grouped.kernel_h = 3, grouped.kernel_w = 3, grouped.bias = false;
@@ -124,6 +131,8 @@ std::vector<Case> conv2d_reduced_cases() {
   }
   cases.push_back(reduced_case<bf16>(same, "bf16", "nhwc_same/{backend}/{impl}"));
   cases.push_back(reduced_case<fp16>(same, "f16", "nhwc_same/{backend}/{impl}"));
+  cases.push_back(reduced_case<bf16>(strided, "bf16", "nhwc_strided/{backend}/{impl}"));
+  cases.push_back(reduced_case<fp16>(strided, "f16", "nhwc_strided/{backend}/{impl}"));
   cases.push_back(reduced_case<bf16>(grouped, "bf16", "nchw_g3_s2/{backend}/{impl}"));
   cases.push_back(reduced_case<fp16>(grouped, "f16", "nchw_g3_s2/{backend}/{impl}"));
   return cases;

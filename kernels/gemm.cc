@@ -73,14 +73,21 @@ bool avx2_fits(const Queue& queue, View2<const float> op_a, View2<const float> o
 }  // namespace
 
 bool gemm_avx512_available() {
-  static const bool available =
-      simd::gemm_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
+  // The file is compiled with AVX-512 F/BW/VL/DQ (the 16-bit widening uses BW + VL masks).
+  static const bool available = [] {
+    const CpuFeatures& f = cpu_features();
+    return simd::gemm_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
+           f.fma;
+  }();
   return available;
 }
 
 bool gemm_avx512_bf16_available() {
-  static const bool available = simd::gemm_avx512_bf16_compiled() && cpu_features().avx512f &&
-                                cpu_features().avx512bf16 && cpu_features().fma;
+  static const bool available = [] {
+    const CpuFeatures& f = cpu_features();
+    return simd::gemm_avx512_bf16_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
+           f.avx512dq && f.avx512bf16 && f.fma;
+  }();
   return available;
 }
 
@@ -101,8 +108,11 @@ GemmPackedBf16 gemm_pack_bf16(View2<const bf16> op_b, bf16* pairs) {
 }
 
 GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_t kc) {
-  require(k0 % 2 == 0 && k0 >= 0 && kc >= 0 && k0 + kc <= packed.k, "gemm_packed_rows",
-          "rows [k0, k0 + kc)", "k0 even, inside K = " + std::to_string(packed.k),
+  // An odd kc is a slice whose last pair is not zero padded: only the end of B may have one.
+  require(k0 % 2 == 0 && k0 >= 0 && kc >= 0 && k0 + kc <= packed.k &&
+              (kc % 2 == 0 || k0 + kc == packed.k),
+          "gemm_packed_rows", "rows [k0, k0 + kc)",
+          "k0 even, kc even unless the slice ends at K, inside K = " + std::to_string(packed.k),
           "k0, k0 + kc = " + shape(k0, k0 + kc));
   return {packed.pairs + k0 / 2 * packed.n * 2, kc, packed.n};
 }
@@ -119,6 +129,8 @@ const char* gemm_vendor_name(const Queue& queue) {
 
 GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<float> y, const GemmParams& params) {
+  require(params.impl != GemmImpl::kAvx512Bf16, "gemm", "impl kAvx512Bf16",
+          "bf16 operands (this call has fp32 ones)", "fp32 A and B");
   if (params.impl != GemmImpl::kAuto) return params.impl;
   const auto op_a = params.trans_a ? transposed(a) : a;
   const auto op_b = params.trans_b ? transposed(b) : b;
@@ -309,12 +321,22 @@ GemmImpl reduced_impl(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY
               "Y, N % 16 == 0",
               std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
       return GemmImpl::kAvx512;
-    case GemmImpl::kAvx512Bf16:
+    case GemmImpl::kAvx512Bf16: {
+      std::string received = std::string(queue.backend().name()) +
+                             (std::is_same_v<T, bf16> ? ", bf16" : ", fp16") + " operands, " +
+                             (std::is_same_v<TY, float> ? "fp32" : "16-bit") +
+                             " Y, N = " + std::to_string(ops.n);
+      if (params.packed_b == nullptr) {
+        received += ", no params.packed_b";
+      } else if (params.packed_b->k != ops.k || params.packed_b->n != ops.n) {
+        received += ", params.packed_b of K x N = " + shape(params.packed_b->k, params.packed_b->n);
+      }
       require(fits, "gemm", "impl kAvx512Bf16",
               "bf16 operands on serial or openmp, an AVX512-BF16 CPU, params.packed_b equal to "
               "op(B), unit column strides of op(A) and an fp32 Y, N % 16 == 0",
-              std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
+              received);
       return GemmImpl::kAvx512Bf16;
+    }
     default:
       throw Error(ErrorCode::kInvalidArgument,
                   "gemm: impl for bf16 / fp16 operands: expected kAuto, kPortable or "

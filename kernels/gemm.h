@@ -51,8 +51,9 @@ struct GemmParams {
   // (not vendor BLAS, which rounds differently for different M): for model plans whose outputs
   // must not depend on batch composition.
   bool rows_independent = false;
-  // bf16 operands only: op(b) packed for kAvx512Bf16 (which kAuto then picks where it applies);
-  // b itself is still what the portable kernel reads.
+  // bf16 operands only: op(b) packed for kAvx512Bf16, which kAuto picks when the widened
+  // kAvx512 path does not apply (a transposed B); b itself is still what the portable kernel
+  // reads.
   const GemmPackedBf16* packed_b = nullptr;
 };
 
@@ -64,8 +65,10 @@ void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<
 // Reduced precision: op(a) and op(b) stored as bf16 or fp16 (both the same type), widened to
 // fp32 for the products, which are accumulated in fp32; c, alpha, beta and the epilogue in fp32;
 // y fp32 or rounded once (to nearest even) to the operands' type. Runs kPortable, or with an fp32
-// y on serial/openmp: kAvx512Bf16 for bf16 with params.packed_b, kAvx512 for fp16 (each cache
-// block widened exactly to fp32, then the fp32 tiles).
+// y on serial/openmp: kAvx512 for row-major op(A), op(B) (each cache block widened exactly to
+// fp32, then the fp32 tiles; measured faster than vdpbf16ps on AVX512-BF16 CPUs whose bf16 peak
+// equals their fp32 peak), else kAvx512Bf16 for bf16 with params.packed_b. vdpbf16ps treats
+// subnormal inputs as zero and flushes subnormal results, which the portable oracle does not.
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
           View2<float> y, const GemmParams& params = {}, LaunchConfig config = {});
 void gemm(const Queue& queue, View2<const bf16> a, View2<const bf16> b, View2<const float> c,
@@ -88,10 +91,12 @@ void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape
 GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<float> y, const GemmParams& params);
 const char* gemm_vendor_name(const Queue& queue);
-// Whether this CPU has what kAvx512 needs (AVX-512 F and FMA, zmm state saved by the OS).
+// Whether this CPU has what kAvx512 needs (AVX-512 F/BW/VL/DQ and FMA, zmm state saved by the
+// OS).
 bool gemm_avx512_available();
 bool gemm_avx2_available();
-// Whether this CPU has what kAvx512Bf16 needs (AVX-512 F and AVX512-BF16, zmm state saved).
+// Whether this CPU has what kAvx512Bf16 needs (AVX-512 F/BW/VL/DQ, AVX512-BF16, FMA, zmm state
+// saved).
 bool gemm_avx512_bf16_available();
 
 // Launchers: the tiled kernel, and the element-wise passes around a vendor call.

@@ -202,8 +202,11 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
       gp.epilogue = h0 + rows == y[1] ? dense1_params.epilogue : Epilogue{};
       GemmPackedBf16 packed_rows;
       const int64_t k0 = h0 * row_values;
-      if (operands.dense1_packed != nullptr && k0 % 2 == 0) {
-        packed_rows = gemm_packed_rows(*operands.dense1_packed, k0, rows * row_values);
+      const int64_t kc = rows * row_values;
+      // Packed pairs can be sliced at even k0 and end mid-matrix only after an even kc.
+      if (operands.dense1_packed != nullptr && k0 % 2 == 0 &&
+          (kc % 2 == 0 || k0 + kc == operands.dense1_packed->k)) {
+        packed_rows = gemm_packed_rows(*operands.dense1_packed, k0, kc);
         gp.packed_b = &packed_rows;
       }
       const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);

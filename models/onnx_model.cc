@@ -304,10 +304,16 @@ class OnnxModel final : public OnnxDeviceModel {
     const BackendId id = queue_.backend_id();
     const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
     const bool trans_b = dense1.attr<GemmParams>().trans_b;
-    if (cpu && !trans_b && gemm_avx512_available()) impl = "avx512 (16-bit blocks widened to fp32)";
+    // What gemm's kAuto will run for every slab pass (N1 % 16 == 0 for the AVX-512 tiles; the
+    // packed pairs need an even row length to be sliced per pass).
+    const Shape& conv_out = max_shapes_[conv.output];
+    const int64_t n1 = max_shapes_[dense1.output][1], row_values = conv_out[2] * conv_out[3];
+    const bool tiles_fit = cpu && n1 % 16 == 0;
+    if (tiles_fit && !trans_b && gemm_avx512_available())
+      impl = "avx512 (16-bit blocks widened to fp32)";
     if constexpr (std::is_same_v<T, bf16>) {
       // A transposed W1 (PyTorch Linear) is packed in K-pairs for the AVX512-BF16 kernel.
-      if (cpu && trans_b && gemm_avx512_bf16_available()) {
+      if (tiles_fit && trans_b && row_values % 2 == 0 && gemm_avx512_bf16_available()) {
         const Shape& w1 = graph_.values[dense1.inputs[1]].shape;
         View2<const bf16> op_w1 = make_view<2>(dense1_weight.data(), {w1[0], w1[1]});
         std::swap(op_w1.extent[0], op_w1.extent[1]);

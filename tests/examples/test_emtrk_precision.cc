@@ -67,18 +67,24 @@ struct Scores {
 };
 
 Scores run_model(const Backend& backend, models::Precision precision,
-                 const std::vector<float>& patches, int64_t n) {
+                 const std::vector<float>& patches, int64_t n,
+                 models::EmTrkGraphStyle style = models::EmTrkGraphStyle::kKeras) {
   models::OnnxModelOptions options;
   options.name = "emtrk_" + std::string(to_string(precision));
   options.max_batch = kBatch;
   options.fused = models::FusedPlan::kRequire;
   options.precision = precision;
-  const auto model = models::make_onnx_model(models::generate_emtrk_onnx(), backend, options);
+  const auto model =
+      models::make_onnx_model(models::generate_emtrk_onnx({style}), backend, options);
   Scores scores;
   for (int64_t begin = 0; begin < n; begin += kBatch) {
     const int64_t rows = std::min(kBatch, n - begin);
+    // The PyTorch graph takes NCHW [rows, 1, 48, 48]: the same values for one channel.
+    const std::vector<int64_t> shape = style == models::EmTrkGraphStyle::kKeras
+                                           ? std::vector<int64_t>{rows, 48, 48, 1}
+                                           : std::vector<int64_t>{rows, 1, 48, 48};
     const auto input = models::HostTensor::make<float>(
-        "main_input", models::DataType::kFloat32, {rows, 48, 48, 1},
+        model->signature().inputs[0].name, models::DataType::kFloat32, shape,
         std::span<const float>(patches.data() + begin * 48 * 48, size_t(rows * 48 * 48)));
     const auto out = model->run(std::vector<models::HostTensor>{input});
     const auto s = out[0].values<float>(), m = out[1].values<float>();
@@ -138,6 +144,21 @@ TEST_P(EmTrkPrecision, ReducedPrecisionAgreesWithFp32OnRealisticPatches) {
     EXPECT_LE(a.max_diff, 0.02) << to_string(precision);
     EXPECT_GT(a.max_diff, 0.0) << to_string(precision) << ": no difference at all: not reduced";
   }
+}
+
+// The PyTorch graph: NCHW input (run as NHWC, one channel) and transB dense weights (stored
+// transposed by the importer) through the bf16 plan.
+TEST_P(EmTrkPrecision, PyTorchGraphInBf16AgreesWithFp32) {
+  const Backend& backend = *GetParam();
+  const int64_t n = backend.id() == BackendId::kGpuEmu ? 32 : 1024;
+  const auto& patches = realistic_patches(n);
+  const auto style = models::EmTrkGraphStyle::kPyTorch;
+  const Scores fp32 = run_model(backend, models::Precision::kFp32, patches, n, style);
+  const Scores bf16 = run_model(backend, models::Precision::kBf16, patches, n, style);
+  const Agreement a = compare(fp32, bf16, n);
+  EXPECT_GE(a.top_class, 0.995);
+  EXPECT_LE(a.max_diff, 0.02);
+  EXPECT_GT(a.max_diff, 0.0);
 }
 
 TEST_P(EmTrkPrecision, APatchScoresTheSameWhateverItIsBatchedWith) {

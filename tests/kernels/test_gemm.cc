@@ -320,6 +320,24 @@ TEST_P(GemmTest, Bf16PackedPathKeepsRowsIndependentAndNamesWhatItNeeds) {
   for (size_t i = 0; i < repacked.size(); ++i)
     ASSERT_EQ(slice.pairs[i].bits, repacked[i].bits) << i;
   EXPECT_THROW(gemm_packed_rows(packed, 101, 10), Error);
+  EXPECT_THROW(gemm_packed_rows(packed, 100, 11), Error) << "odd kc ending before K";
+}
+
+TEST_P(GemmTest, Fp32OperandsRefuseTheBf16Kernel) {
+  Queue queue(*GetParam());
+  GuardedArray<float> a(queue, 12), b(queue, 12), y(queue, 9);
+  GemmParams params;
+  params.impl = GemmImpl::kAvx512Bf16;
+  try {
+    gemm(queue, make_view<2>(static_cast<const float*>(a.view().data), {3, 4}),
+         make_view<2>(static_cast<const float*>(b.view().data), {4, 3}), {},
+         make_view<2>(y.view().data, {3, 3}), params);
+    ADD_FAILURE() << "fp32 gemm accepted kAvx512Bf16";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "gemm: impl kAvx512Bf16: expected bf16 operands (this call has fp32 ones), received "
+              "fp32 A and B");
+  }
 }
 
 // Every case of cases/gemm_cases.cc, with every implementation, against its host reference.
