@@ -201,6 +201,14 @@ GemmOperandsOf<T> check_gemm(View2<const T> a, View2<const T> b, View2<const flo
   return ops;
 }
 
+// y = beta * c (or 0) before a CPU fast path, which accumulates alpha * op(a) . op(b) into y and
+// activates. Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
+void fill_with_c(const Queue& queue, const View2<const float>& c, float beta, View2<float> y) {
+  const bool c_is_y =
+      c.data == y.data && c.stride[0] == y.stride[0] && c.stride[1] == y.stride[1] && beta == 1.0f;
+  if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, c, beta, y);
+}
+
 // The AVX-512 / AVX2 row-major tiles on the CPU backends.
 void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, View2<float> y,
                    const GemmParams& params) {
@@ -214,12 +222,7 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
             "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
             received);
   }
-  // y = beta * c (or 0) first; the kernel accumulates alpha * op(a) . op(b) and activates.
-  // Accumulating into y itself (c is y, beta 1: the fused model plans) needs no fill.
-  const View2<const float>& c = ops.c_broadcast;
-  const bool c_is_y = c.data == y.data && c.stride[0] == y.stride[0] &&
-                      c.stride[1] == y.stride[1] && params.beta == 1.0f;
-  if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, c, params.beta, y);
+  fill_with_c(queue, ops.c_broadcast, params.beta, y);
   const simd::GemmRowMajorArgs args{
       ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
       y.data,        y.stride[0],        ops.m,           ops.n,
@@ -355,10 +358,7 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
   if (y.size() == 0) return;
   if constexpr (std::is_same_v<T, bf16> && std::is_same_v<TY, float>) {
     if (impl == GemmImpl::kAvx512Bf16) {
-      const View2<const float>& cb = ops.c_broadcast;
-      const bool c_is_y = cb.data == y.data && cb.stride[0] == y.stride[0] &&
-                          cb.stride[1] == y.stride[1] && params.beta == 1.0f;
-      if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, cb, params.beta, y);
+      fill_with_c(queue, ops.c_broadcast, params.beta, y);
       const simd::GemmBf16PairsArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
                                          ops.op_a.stride[0],
                                          reinterpret_cast<const uint16_t*>(params.packed_b->pairs),
@@ -375,10 +375,7 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
   }
   if constexpr (std::is_same_v<TY, float>) {
     if (impl == GemmImpl::kAvx512) {
-      const View2<const float>& cb = ops.c_broadcast;
-      const bool c_is_y = cb.data == y.data && cb.stride[0] == y.stride[0] &&
-                          cb.stride[1] == y.stride[1] && params.beta == 1.0f;
-      if (!c_is_y) KAAS_LAUNCH(queue, gemm_fill_launch, queue, cb, params.beta, y);
+      fill_with_c(queue, ops.c_broadcast, params.beta, y);
       const simd::GemmHalfArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
                                     ops.op_a.stride[0],
                                     reinterpret_cast<const uint16_t*>(ops.op_b.data),
