@@ -130,19 +130,44 @@ void launch_brute_force(const Queue& queue, View2<const float> points,
   queue.wait();  // the block table is freed on return
 }
 
-// Cubic cells on the first min(3, D) coordinates, about points_per_cell(k) points per cell
+// How many coordinates the grid bins: as many as keep at least kMinBinsPerDim cells per binned
+// dimension for the target cell count (more binned dimensions shrink the searched box in D > 3,
+// but a dimension with one or two cells only multiplies the shell's cells), at most
+// kKnnMaxBinnedDims.
+constexpr double kMinBinsPerDim = 3.0;
+
+int binned_dims_for(int64_t dims, double target_cells) {
+  int b = 1;
+  while (b < std::min<int64_t>(dims, kKnnMaxBinnedDims) &&
+         std::pow(target_cells, 1.0 / double(b + 1)) >= kMinBinsPerDim) {
+    ++b;
+  }
+  return b;
+}
+
+// Cubic cells on the B coordinates of largest spread, about points_per_cell(k) points per cell
 // for an event of average size spread over the bounding box of all events.
 detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_t n, int64_t events,
                           int64_t nonempty_events, int k) {
   detail::KnnGrid grid{};
   grid.dims = static_cast<int>(dims);
-  grid.binned_dims = static_cast<int>(std::min<int64_t>(3, dims));
-  double extent[3] = {0, 0, 0}, volume = 1, max_extent = 0, max_abs = 0;
+  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
+  const double target_cells = std::max(1.0, per_event / points_per_cell(k));
+  grid.binned_dims = binned_dims_for(dims, target_cells);
+  // The coordinates by decreasing extent (ties: the lower coordinate first).
+  std::vector<int> order(static_cast<size_t>(dims));
+  for (int64_t d = 0; d < dims; ++d) order[size_t(d)] = int(d);
+  auto extent_of = [&](int d) { return double(bounds[dims + d]) - double(bounds[d]); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return extent_of(a) > extent_of(b); });
+  double extent[kKnnMaxBinnedDims] = {}, volume = 1, max_extent = 0, max_abs = 0;
   int spread_dims = 0;
   for (int b = 0; b < grid.binned_dims; ++b) {
-    extent[b] = double(bounds[dims + b]) - double(bounds[b]);
+    const int d = order[size_t(b)];
+    grid.dim[b] = d;
+    extent[b] = extent_of(d);
     max_extent = std::max(max_extent, extent[b]);
-    max_abs = std::max({max_abs, std::abs(double(bounds[b])), std::abs(double(bounds[dims + b]))});
+    max_abs = std::max({max_abs, std::abs(double(bounds[d])), std::abs(double(bounds[dims + d]))});
   }
   for (int b = 0; b < grid.binned_dims; ++b) {
     if (extent[b] > 1e-6 * max_extent) {
@@ -150,8 +175,6 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
       ++spread_dims;
     }
   }
-  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
-  const double target_cells = std::max(1.0, per_event / points_per_cell(k));
   // Total cells stay within int32 and within a few per point.
   const double max_cells =
       std::min(double(INT32_MAX / 2), 4.0 * double(n) + double(events)) / double(events);
@@ -159,8 +182,8 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
   if (!(width > 0)) width = 1.0;
   for (;;) {
     double cells = 1;
-    for (int b = 0; b < 3; ++b) {
-      const double bins = b < grid.binned_dims ? std::floor(extent[b] / width) + 1 : 1;
+    for (int b = 0; b < grid.binned_dims; ++b) {
+      const double bins = std::floor(extent[b] / width) + 1;
       grid.bins[b] = static_cast<int32_t>(std::min(bins, double(INT32_MAX / 2)));
       cells *= grid.bins[b];
     }
@@ -170,9 +193,14 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
     }
     width *= 1.25;
   }
+  int64_t stride = 1;
+  for (int b = 0; b < grid.binned_dims; ++b) {
+    grid.stride[b] = stride;
+    stride *= grid.bins[b];
+  }
   grid.width = static_cast<float>(width);
   grid.inv_width = static_cast<float>(1.0 / width);
-  for (int b = 0; b < 3; ++b) grid.origin[b] = b < grid.binned_dims ? bounds[b] : 0.0f;
+  for (int b = 0; b < grid.binned_dims; ++b) grid.origin[b] = bounds[grid.dim[b]];
   // Cell assignment rounds (x - origin) * inv_width; the stopping rule subtracts this slack
   // (a few ulps of the coordinates' magnitude, plus 0.1% of a cell) from its distance bound.
   grid.margin = static_cast<float>(4.0 * FLT_EPSILON * (max_abs + max_extent) + 1e-3 * width);

@@ -14,8 +14,9 @@
 // Methods:
 //   kBruteForce  one group per block of queries of one event; the event's points stream
 //                through group-shared memory tile by tile (any D).
-//   kBinned      a uniform grid of cubic cells on the first min(3, D) coordinates (HGCalML's
-//                binned_select_knn idea), with the event as the outer cell coordinate. The cell
+//   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
+//                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
+//                with the event as the outer cell coordinate. The cell
 //                lists (CSR) are built on the device by counting, exclusive_scan and a scatter;
 //                each query then searches shell after shell of cells around its own cell and
 //                stops once no unsearched cell can hold a point closer than its current K-th.
@@ -41,6 +42,7 @@ enum class KnnMethod { kAuto, kBruteForce, kBinned };
 
 inline constexpr int kKnnMaxK = 256;
 inline constexpr int kKnnMaxDims = 16;
+inline constexpr int kKnnMaxBinnedDims = 6;  // coordinates the binned grid bins at most
 
 // indices [N, K] (int32) and distances [N, K] (squared L2, float) are overwritten entirely.
 // config.group_size applies to the search kernels (and the scan of the binned method).
@@ -55,14 +57,16 @@ namespace detail {
 
 // The uniform grid of the binned method; the same value for every element of a launch.
 struct KnnGrid {
-  float origin[3];      // lower corner of the binned coordinates (over all events)
-  float width;          // edge of a cubic cell
-  float inv_width;      // 1 / width
-  float margin;         // slack for rounding in cell assignment, in coordinate units
-  int32_t bins[3];      // cells per binned dimension (1 for dimensions not binned)
-  int binned_dims;      // min(3, D)
-  int dims;             // D
-  int64_t event_cells;  // bins[0] * bins[1] * bins[2]
+  int32_t dim[kKnnMaxBinnedDims];     // coordinate of each binned dimension (largest spread first)
+  float origin[kKnnMaxBinnedDims];    // lower corner of the binned coordinates (over all events)
+  int32_t bins[kKnnMaxBinnedDims];    // cells per binned dimension
+  int64_t stride[kKnnMaxBinnedDims];  // cell-index stride of each binned dimension (bins[0]...)
+  float width;                        // edge of a cubic cell
+  float inv_width;                    // 1 / width
+  float margin;                       // slack for rounding in cell assignment, in coordinate units
+  int binned_dims;                    // B <= min(D, kKnnMaxBinnedDims)
+  int dims;                           // D
+  int64_t event_cells;                // product of bins
 };
 
 }  // namespace detail

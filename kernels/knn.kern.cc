@@ -175,7 +175,8 @@ struct BruteForceKernel {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Binned grid. Cell of a point: event * event_cells + (cz * bins[1] + cy) * bins[0] + cx.
+// Binned grid. Cell of a point: event * event_cells + sum_b c_b * stride[b], c_b the cell along
+// binned dimension b (coordinate dim[b]); dimension 0 varies fastest.
 
 struct FillKernel {
   static constexpr const char* kName = "knn.fill";
@@ -204,13 +205,12 @@ struct CountKernel {
                               View1<const int64_t> row_splits, KnnGrid grid, View1<int32_t> cell_of,
                               View1<int32_t> slot, View1<int32_t> counts) const {
     for (int64_t p : uniform_elements(ctx, points.extent[0])) {
-      int64_t local = 0, scale = 1;
+      int64_t local = 0;
       for (int b = 0; b < grid.binned_dims; ++b) {
         // Clamp in float before converting: the cell of the maximum is the last one.
-        const float f = (points(p, b) - grid.origin[b]) * grid.inv_width;
+        const float f = (points(p, grid.dim[b]) - grid.origin[b]) * grid.inv_width;
         const float c = math::min(math::max(f, 0.0f), static_cast<float>(grid.bins[b] - 1));
-        local += static_cast<int64_t>(c) * scale;
-        scale *= grid.bins[b];
+        local += static_cast<int64_t>(c) * grid.stride[b];
       }
       const int64_t cell = event_of(row_splits, p) * grid.event_cells + local;
       cell_of[p] = static_cast<int32_t>(cell);
@@ -234,12 +234,11 @@ struct ScatterKernel {
   }
 };
 
-// Distance from coordinate b of the query to cell `cell` along that dimension, shrunk by the
-// rounding margin (0 inside the cell, and for dimensions that are not binned).
-KAAS_DEVICE inline float cell_gap(const KnnGrid& grid, const float* query, int b, int32_t cell) {
-  if (b >= grid.binned_dims) return 0.0f;
+// Distance from the query to cell `cell` along binned dimension b (query coordinate x), shrunk
+// by the rounding margin (0 inside the cell).
+KAAS_DEVICE inline float cell_gap(const KnnGrid& grid, float x, int b, int32_t cell) {
   const float lo = grid.origin[b] + float(cell) * grid.width;
-  const float below = lo - query[b], above = query[b] - (lo + grid.width);
+  const float below = lo - x, above = x - (lo + grid.width);
   return math::max(math::max(below, above) - grid.margin, 0.0f);
 }
 
@@ -296,53 +295,80 @@ struct BinnedSearchKernel {
 
       const int64_t cell = cell_of[self];
       const int64_t event_base = cell - cell % grid.event_cells;
-      const int64_t local = cell - event_base;
-      const int32_t c[3] = {static_cast<int32_t>(local % grid.bins[0]),
-                            static_cast<int32_t>(local / grid.bins[0] % grid.bins[1]),
-                            static_cast<int32_t>(local / (int64_t(grid.bins[0]) * grid.bins[1]))};
+      const int nb = grid.binned_dims;
+      int32_t c[kKnnMaxBinnedDims];  // the query's cell per binned dimension
+      float x[kKnnMaxBinnedDims];    // the query's binned coordinates
+      for (int b = 0; b < nb; ++b) {
+        c[b] = static_cast<int32_t>((cell - event_base) / grid.stride[b] % grid.bins[b]);
+        x[b] = q.coords[grid.dim[b]];
+      }
+      // Shell r: the cells of the box [c - r, c + r] with some coordinate at distance r. Binned
+      // dimensions nb-1 .. 1 are walked as an odometer (v), pruned by the partial distance of
+      // the cell rows to the query (bound); dimension 0 is a contiguous run of cells: the whole
+      // trimmed run when an outer coordinate lies on the shell (face), else its two end cells.
+      int32_t v[kKnnMaxBinnedDims], lo[kKnnMaxBinnedDims], hi[kKnnMaxBinnedDims];
+      float bound[kKnnMaxBinnedDims + 1];
+      bool face[kKnnMaxBinnedDims + 1];
       for (int32_t r = 0;; ++r) {
-        const int32_t z_lo = math::max(c[2] - r, 0), z_hi = math::min(c[2] + r, grid.bins[2] - 1);
-        const int32_t y_lo = math::max(c[1] - r, 0), y_hi = math::min(c[1] + r, grid.bins[1] - 1);
-        const int32_t x_lo = math::max(c[0] - r, 0), x_hi = math::min(c[0] + r, grid.bins[0] - 1);
-        for (int32_t z = z_lo; z <= z_hi; ++z) {
-          const float dz = cell_gap(grid, q.coords, 2, z);
-          for (int32_t y = y_lo; y <= y_hi; ++y) {
-            // Prune by the row's distance in y and z (valid while `worst` only shrinks).
-            const float dy = cell_gap(grid, q.coords, 1, y);
-            const float row_bound = dz * dz + dy * dy;
-            if (row_bound * 0.9999f > worst) continue;
-            const int64_t row = event_base + (int64_t(z) * grid.bins[1] + y) * grid.bins[0];
-            if (z == c[2] - r || z == c[2] + r || y == c[1] - r || y == c[1] + r) {
-              // On a face of the shell: one contiguous run of cells in x, trimmed to the
-              // cells that can still hold a point within `worst`.
-              int32_t a = x_lo, b = x_hi;
-              if (worst < math::infinity()) {
-                const float reach =
-                    math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
-                const float lo = (q.coords[0] - reach - grid.origin[0]) * grid.inv_width;
-                const float hi = (q.coords[0] + reach - grid.origin[0]) * grid.inv_width;
-                a = math::max(a, static_cast<int32_t>(math::max(lo, -1.0f)));
-                b = math::min(b, static_cast<int32_t>(math::min(hi, float(grid.bins[0]))));
-              }
-              if (a <= b) scan(q, starts[row + a], starts[row + b + 1], heap, worst, worst_index);
-            } else {
-              for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
-                const int32_t x = side == 0 ? c[0] - r : c[0] + r;
-                if (x < 0 || x >= grid.bins[0]) continue;
-                const float dx = cell_gap(grid, q.coords, 0, x);
-                if ((row_bound + dx * dx) * 0.9999f > worst) continue;
-                scan(q, starts[row + x], starts[row + x + 1], heap, worst, worst_index);
-              }
+        for (int b = 0; b < nb; ++b) {
+          lo[b] = math::max(c[b] - r, 0);
+          hi[b] = math::min(c[b] + r, grid.bins[b] - 1);
+        }
+        bound[nb] = 0.0f;
+        face[nb] = r == 0;
+        int level = nb - 1;
+        if (level >= 1) v[level] = lo[level] - 1;
+        for (;;) {
+          int64_t row = event_base;
+          if (level >= 1) {
+            if (++v[level] > hi[level]) {
+              if (level == nb - 1) break;
+              ++level;
+              continue;
+            }
+            const float g = cell_gap(grid, x[level], level, v[level]);
+            bound[level] = bound[level + 1] + g * g;
+            face[level] = face[level + 1] || v[level] == c[level] - r || v[level] == c[level] + r;
+            if (bound[level] * 0.9999f > worst) continue;
+            if (level > 1) {
+              --level;
+              v[level] = lo[level] - 1;
+              continue;
+            }
+            for (int b = 1; b < nb; ++b) row += int64_t(v[b]) * grid.stride[b];
+          }
+          const float row_bound = bound[1];
+          if (face[1]) {
+            // One contiguous run of cells along dimension 0, trimmed to the cells that can
+            // still hold a point within `worst`.
+            int32_t a = lo[0], e = hi[0];
+            if (worst < math::infinity()) {
+              const float reach =
+                  math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
+              const float from = (x[0] - reach - grid.origin[0]) * grid.inv_width;
+              const float to = (x[0] + reach - grid.origin[0]) * grid.inv_width;
+              a = math::max(a, static_cast<int32_t>(math::max(from, -1.0f)));
+              e = math::min(e, static_cast<int32_t>(math::min(to, float(grid.bins[0]))));
+            }
+            if (a <= e) scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
+          } else {
+            for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
+              const int32_t cx = side == 0 ? c[0] - r : c[0] + r;
+              if (cx < 0 || cx >= grid.bins[0]) continue;
+              const float dx = cell_gap(grid, x[0], 0, cx);
+              if ((row_bound + dx * dx) * 0.9999f > worst) continue;
+              scan(q, starts[row + cx], starts[row + cx + 1], heap, worst, worst_index);
             }
           }
+          if (level < 1) break;  // one binned dimension: a single run per shell
         }
         float gap = math::infinity();
-        for (int b = 0; b < grid.binned_dims; ++b) {
+        for (int b = 0; b < nb; ++b) {
           if (c[b] - r > 0) {
-            gap = math::min(gap, q.coords[b] - (grid.origin[b] + float(c[b] - r) * grid.width));
+            gap = math::min(gap, x[b] - (grid.origin[b] + float(c[b] - r) * grid.width));
           }
           if (c[b] + r < grid.bins[b] - 1) {
-            gap = math::min(gap, grid.origin[b] + float(c[b] + r + 1) * grid.width - q.coords[b]);
+            gap = math::min(gap, grid.origin[b] + float(c[b] + r + 1) * grid.width - x[b]);
           }
         }
         if (!(gap < math::infinity())) break;  // the box covers the whole event
