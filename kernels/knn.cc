@@ -225,7 +225,8 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   const LaunchConfig scan_config{config.group_size, 0};
   auto scan_workspace = make_device_buffer<int32_t>(
       queue, size_t(exclusive_scan_workspace_size(queue, cells + 1, scan_config)));
-  auto sorted_points = make_device_buffer<float>(queue, size_t(n * dims));
+  // Dimension-major, row stride N + kKnnBlock (a block read past the end stays inside).
+  auto sorted_points = make_device_buffer<float>(queue, size_t((n + detail::kKnnBlock) * dims));
   auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
 
   [&] {
@@ -240,7 +241,7 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   }();
   [&] {
     KAAS_RETURN_LAUNCH(queue, knn_binned_search_launch, queue, grid, sorted_points.view(),
-                       sorted_index.view(), cell_of.view(), starts.view(), k, indices, distances,
+                       sorted_index.view(), starts.view(), k, indices, distances,
                        config.group_size);
   }();
   queue.wait();  // the workspaces are freed on return

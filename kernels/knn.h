@@ -55,6 +55,10 @@ KnnMethod knn_auto_method(int64_t dims, int64_t largest_event);
 
 namespace detail {
 
+// Candidates per distance block of the search kernels (one SIMD operation per coordinate on a
+// CPU); the binned method's sorted coordinates are padded by one block.
+inline constexpr int kKnnBlock = 16;
+
 // The uniform grid of the binned method; the same value for every element of a launch.
 struct KnnGrid {
   int32_t dim[kKnnMaxBinnedDims];     // coordinate of each binned dimension (largest spread first)
@@ -84,14 +88,14 @@ KAAS_DECLARE_LAUNCHER(void, knn_brute_force_launch,
 KAAS_DECLARE_LAUNCHER(void, knn_bin_count_launch,
                       (const Queue&, View2<const float>, View1<const int64_t>, detail::KnnGrid,
                        View1<int32_t>, View1<int32_t>, View1<int32_t>))
-// Binned: scatter points into cell order (dense [N * D] coordinates + original indices).
+// Binned: scatter points into cell order (dimension-major coordinates with row stride
+// N + kKnnBlock, zero padded, and the original indices).
 KAAS_DECLARE_LAUNCHER(void, knn_bin_scatter_launch,
                       (const Queue&, View2<const float>, View1<const int32_t>, View1<const int32_t>,
                        View1<const int32_t>, View1<float>, View1<int32_t>))
 // Binned: the shell-by-shell search of every query.
 KAAS_DECLARE_LAUNCHER(void, knn_binned_search_launch,
                       (const Queue&, detail::KnnGrid, View1<const float>, View1<const int32_t>,
-                       View1<const int32_t>, View1<const int32_t>, int, View2<int32_t>,
-                       View2<float>, int))
+                       View1<const int32_t>, int, View2<int32_t>, View2<float>, int))
 
 }  // namespace kaas
