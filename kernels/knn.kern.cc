@@ -33,18 +33,30 @@ KAAS_DEVICE inline float squared_distance(const float* q, const float* p, int di
 using detail::kKnnBlock;
 
 template <int kDims>
-KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride, int dims,
-                                        float* out) {
-  const int n = kDims > 0 ? kDims : dims;
-  // j outermost: with D fixed the d loop unrolls first and the j loop vectorises with one
-  // contiguous load per coordinate (the other nesting is turned into lane shuffles by GCC).
-  for (int j = 0; j < kKnnBlock; ++j) {
-    float sum = 0.0f;
-    for (int d = 0; d < n; ++d) {
-      const float t = base[d * stride + j] - q[d];
-      sum += t * t;
+KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride,
+                                        int dims, float* out) {
+  if constexpr (kDims > 0) {
+    // j outermost: the d loop unrolls first and the j loop vectorises with one contiguous load
+    // per coordinate (GCC turns the other nesting into lane shuffles when d is unrolled).
+    for (int j = 0; j < kKnnBlock; ++j) {
+      float sum = 0.0f;
+      for (int d = 0; d < kDims; ++d) {
+        const float t = base[d * stride + j] - q[d];
+        sum += t * t;
+      }
+      out[j] = sum;
     }
-    out[j] = sum;
+  } else {
+    // D at run time: d outermost, the block of kKnnBlock sums one vector operation per d.
+    for (int j = 0; j < kKnnBlock; ++j) out[j] = 0.0f;
+    for (int d = 0; d < dims; ++d) {
+      const float qd = q[d];
+      const float* row = base + d * stride;
+      for (int j = 0; j < kKnnBlock; ++j) {
+        const float t = row[j] - qd;
+        out[j] += t * t;
+      }
+    }
   }
 }
 
@@ -504,6 +516,10 @@ void with_dims(int64_t dims, F&& f) {
       return f(Kernel<4>{});
     case 6:
       return f(Kernel<6>{});
+    case 8:
+      return f(Kernel<8>{});
+    case 16:
+      return f(Kernel<16>{});
     default:
       return f(Kernel<0>{});
   }
