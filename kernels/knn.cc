@@ -18,12 +18,12 @@ namespace {
 constexpr const char* kKernel = "knn";
 
 // Target points per cell of the binned grid: small cells keep the searched box tight, large
-// ones cut the per-cell overhead, which grows with the binned dimensions. Measured with up to 6
-// binned dimensions (bench_knn, N = 100k, K = 16, openmp 2 threads, quiet machine): D = 6
-// 993 ms at K/4 (3 binned dims), 676 ms at K/4, 577 at K/2, 567 at K, 424 at 2K, 512 at 4K;
-// D = 4: 220, 221, 181, 180, 199 ms; D = 3 unchanged (121-135 ms).
+// ones cut the per-cell overhead, which grows with the binned dimensions. 2K, kept within
+// 16..64, measured (bench knn_peers, N = 100k, openmp 2 threads, cells of 8..128 points): K = 4
+// best at 16 (D = 3: 31.8 ms at 16, 33.1 at 32, 48.9 at 128); K = 16 best at 2K (D = 6: 424 ms at
+// 2K, 567 at K, 512 at 4K); K = 64 best at 64 (D = 4: 722 ms at 64, 803 at 128).
 double points_per_cell(int k) {
-  return std::max(2.0, k * 2.0);
+  return std::clamp(2.0 * k, 16.0, 64.0);
 }
 
 void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,

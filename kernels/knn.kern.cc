@@ -2,6 +2,7 @@
 // search). See kernels/knn.h for the output contract.
 
 #include "kaas/kernels/knn.h"
+#include "kaas/backends/half.h"  // math::float_bits
 #include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
@@ -68,8 +69,14 @@ KAAS_DEVICE inline bool any_within(const float* block, float bound) {
 }
 
 // (distance, index) order: the total order that makes results independent of visiting order.
+// Distances are >= +0, so their bit patterns order like the values and one 64-bit key
+// (distance bits, index) orders a pair with a single integer compare.
+KAAS_DEVICE inline uint64_t order_key(float distance, int32_t index) {
+  return (uint64_t(math::float_bits(distance)) << 32) | uint32_t(index);
+}
+
 KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
-  return da < db || (da == db && ia < ib);
+  return order_key(da, ia) < order_key(db, ib);
 }
 
 // A bounded max-heap of the K-1 best candidates of one query, kept in slots 1..K-1 of the
@@ -82,15 +89,24 @@ struct HeapRow {
 
   KAAS_DEVICE float& d(int i) const { return dist[i * dist_stride]; }
   KAAS_DEVICE int32_t& i(int i) const { return index[i * index_stride]; }
+  KAAS_DEVICE uint64_t key(int i) const { return order_key(d(i), this->i(i)); }
 
   KAAS_DEVICE void sift_down(int pos, int n) const {
     const float pd = d(pos);
     const int32_t pi = i(pos);
+    const uint64_t pk = order_key(pd, pi);
     for (;;) {
       int child = 2 * pos + 1;
       if (child >= n) break;
-      if (child + 1 < n && before(d(child), i(child), d(child + 1), i(child + 1))) ++child;
-      if (!before(pd, pi, d(child), i(child))) break;
+      uint64_t ck = key(child);
+      if (child + 1 < n) {
+        const uint64_t right = key(child + 1);
+        if (ck < right) {
+          ck = right;
+          ++child;
+        }
+      }
+      if (pk >= ck) break;
       d(pos) = d(child);
       i(pos) = i(child);
       pos = child;
@@ -336,7 +352,7 @@ struct BinnedSearchKernel {
         const float dd = block[t];
         if (dd > worst || c + t == q.position) continue;
         const int32_t j = q.index[c + t];
-        if (dd == worst && j > worst_index) continue;
+        if (order_key(dd, j) > order_key(worst, worst_index)) continue;
         heap.replace_worst(dd, j);
         worst = heap.d(0);
         worst_index = heap.i(0);
