@@ -34,8 +34,8 @@ KAAS_DEVICE inline float squared_distance(const float* q, const float* p, int di
 using detail::kKnnBlock;
 
 template <int kDims>
-KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride,
-                                        int dims, float* out) {
+KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride, int dims,
+                                        float* out) {
   if constexpr (kDims > 0) {
     // j outermost: the d loop unrolls first and the j loop vectorises with one contiguous load
     // per coordinate (GCC turns the other nesting into lane shuffles when d is unrolled).
@@ -360,6 +360,30 @@ struct BinnedSearchKernel {
     }
   }
 
+  // Writes the first heap.size candidates of [first, last) other than the query into the
+  // (cleared) heap slots in order, then makes them a heap; returns where the rest begins.
+  KAAS_DEVICE static int32_t fill(const Query& q, int32_t first, int32_t last,
+                                  const HeapRow& heap) {
+    heap.clear();
+    int filled = 0;
+    int32_t next = first;
+    float block[kKnnBlock];
+    while (next < last && filled < heap.size) {
+      block_distances<kDims>(q.coords, q.points + next, q.stride, q.dims, block);
+      const int m = math::min<int32_t>(kKnnBlock, last - next);
+      int t = 0;
+      for (; t < m && filled < heap.size; ++t) {
+        if (next + t == q.position) continue;
+        heap.d(filled) = block[t];
+        heap.i(filled) = q.index[next + t];
+        ++filled;
+      }
+      next += t;
+    }
+    for (int pos = heap.size / 2 - 1; pos >= 0; --pos) heap.sift_down(pos, heap.size);
+    return next;
+  }
+
   KAAS_DEVICE static Query load_query(const KnnGrid& grid, View1<const float> sorted_points,
                                       View1<const int32_t> sorted_index, int64_t position) {
     Query q;
@@ -393,10 +417,16 @@ struct BinnedSearchKernel {
       }
       for (int64_t chunk = first; chunk < last; chunk += ctx.group_size()) {
         const int64_t queries = math::min<int64_t>(ctx.group_size(), last - chunk);
+        // Shell 0, the group's own cell: the first K-1 other points fill the heap as they come
+        // (one heapify instead of K-1 insertions), the rest of the cell goes through it.
         for (int64_t e : group_elements(ctx, queries)) {
-          const int64_t self = sorted_index[chunk + e];
-          const HeapRow heap = heap_row(indices, distances, self, k);
-          if (k > 1) heap.clear();
+          const HeapRow heap = heap_row(indices, distances, sorted_index[chunk + e], k);
+          if (k == 1) continue;
+          const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
+          const int32_t rest = fill(q, int32_t(first), int32_t(last), heap);
+          float worst = heap.d(0);
+          int32_t worst_index = heap.i(0);
+          scan(q, rest, int32_t(last), heap, worst, worst_index);
         }
         if (k == 1) continue;
         float group_worst = math::infinity();
@@ -424,7 +454,7 @@ struct BinnedSearchKernel {
               const float g = cell_box_gap(grid, 0, r);
               box_bound += g * g;
             }
-            if (box_bound * 0.9999f <= group_worst) {
+            if (r > 0 && box_bound * 0.9999f <= group_worst) {
               for (int64_t e : group_elements(ctx, queries)) {
                 search_row(grid, load_query(grid, sorted_points, sorted_index, chunk + e),
                            heap_row(indices, distances, sorted_index[chunk + e], k), starts, row, v,
