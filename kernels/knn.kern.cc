@@ -144,12 +144,18 @@ struct HeapRow {
 };
 
 // Slot 0 holds the query itself; the heap lives in slots 1..K-1.
+KAAS_DEVICE inline HeapRow heap_of(View2<int32_t> indices, View2<float> distances, int64_t q,
+                                   int k) {
+  return HeapRow{&distances(q, 0) + distances.stride[1], &indices(q, 0) + indices.stride[1],
+                 distances.stride[1], indices.stride[1], k - 1};
+}
+
+// Writes slot 0 (the query itself) and returns the heap.
 KAAS_DEVICE inline HeapRow heap_row(View2<int32_t> indices, View2<float> distances, int64_t q,
                                     int k) {
   indices(q, 0) = static_cast<int32_t>(q);
   distances(q, 0) = 0.0f;
-  return HeapRow{&distances(q, 0) + distances.stride[1], &indices(q, 0) + indices.stride[1],
-                 distances.stride[1], indices.stride[1], k - 1};
+  return heap_of(indices, distances, q, k);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,6 +413,7 @@ struct BinnedSearchKernel {
                               View2<int32_t> indices, View2<float> distances) const {
     float* shared = ctx.shared<float>();
     const int nb = grid.binned_dims;
+    const int64_t point_stride = sorted_points.extent[0] / grid.dims;
     const int64_t cells = starts.extent[0] - 1;
     for (int64_t cell : uniform_groups(ctx, cells)) {
       const int64_t first = starts[cell], last = starts[cell + 1];
@@ -456,9 +463,19 @@ struct BinnedSearchKernel {
             }
             if (r > 0 && box_bound * 0.9999f <= group_worst) {
               for (int64_t e : group_elements(ctx, queries)) {
-                search_row(grid, load_query(grid, sorted_points, sorted_index, chunk + e),
-                           heap_row(indices, distances, sorted_index[chunk + e], k), starts, row, v,
-                           c, lo, hi, r, face);
+                // The query's distance to the row from its binned coordinates alone, before
+                // anything else is loaded: most rows end here.
+                const int64_t position = chunk + e;
+                const HeapRow heap = heap_of(indices, distances, sorted_index[position], k);
+                float row_bound = 0.0f;
+                for (int b = 1; b < nb; ++b) {
+                  const float x = sorted_points[grid.dim[b] * point_stride + position];
+                  const float g = cell_gap(grid, x, b, v[b]);
+                  row_bound += g * g;
+                }
+                if (row_bound * 0.9999f > heap.d(0)) continue;
+                search_row(grid, load_query(grid, sorted_points, sorted_index, position), heap,
+                           starts, row, row_bound, c, lo, hi, r, face);
               }
             }
             more = false;
@@ -476,7 +493,7 @@ struct BinnedSearchKernel {
           ctx.sync();
           for (int64_t e : group_elements(ctx, queries)) {
             const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
-            const float worst = heap_row(indices, distances, sorted_index[chunk + e], k).d(0);
+            const float worst = heap_of(indices, distances, sorted_index[chunk + e], k).d(0);
             float gap = math::infinity();
             for (int b = 0; b < nb; ++b) {
               const float x = q.coords[grid.dim[b]];
@@ -501,7 +518,7 @@ struct BinnedSearchKernel {
           if (!next) break;
         }
         for (int64_t e : group_elements(ctx, queries)) {
-          heap_row(indices, distances, sorted_index[chunk + e], k).finish();
+          heap_of(indices, distances, sorted_index[chunk + e], k).finish();
         }
       }
     }
@@ -509,18 +526,13 @@ struct BinnedSearchKernel {
 
   // One row of shell r for one query: the whole run of dimension 0 trimmed to the cells within
   // the query's K-th distance (face rows), or its two end cells.
+  // row_bound: the query's squared distance to the row along binned dimensions 1..B-1.
   KAAS_DEVICE static void search_row(const KnnGrid& grid, const Query& q, const HeapRow& heap,
-                                     View1<const int32_t> starts, int64_t row, const int32_t* v,
+                                     View1<const int32_t> starts, int64_t row, float row_bound,
                                      const int32_t* c, const int32_t* lo, const int32_t* hi,
                                      int32_t r, bool face) {
     float worst = heap.d(0);
     int32_t worst_index = heap.i(0);
-    float row_bound = 0.0f;
-    for (int b = 1; b < grid.binned_dims; ++b) {
-      const float g = cell_gap(grid, q.coords[grid.dim[b]], b, v[b]);
-      row_bound += g * g;
-    }
-    if (row_bound * 0.9999f > worst) return;
     const float x0 = q.coords[grid.dim[0]];
     if (face) {
       int32_t a = lo[0], e = hi[0];

@@ -113,8 +113,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// kaas, openmp backend, kAuto.
-void knn_kaas(benchmark::State& state, Points kind) {
+// kaas, openmp backend, with `method` (kAuto in the peer rows; both methods in the crossover
+// rows that set kAuto's thresholds).
+void knn_kaas(benchmark::State& state, Points kind, KnnMethod method) {
   const Shape s = shape_of(state, kind);
   const cases::PointSet& set = points_of(s);
   const int64_t n = point_count(set);
@@ -129,7 +130,7 @@ void knn_kaas(benchmark::State& state, Points kind) {
     knn(queue, make_view<2>(static_cast<const float*>(points.data()), {n, set.dims}),
         make_view(static_cast<const int64_t*>(splits.data()), int64_t(set.splits.size())), k,
         make_view<2>(static_cast<int32_t*>(indices.data()), {n, int64_t(k)}),
-        make_view<2>(static_cast<float*>(distances.data()), {n, int64_t(k)}));
+        make_view<2>(static_cast<float*>(distances.data()), {n, int64_t(k)}), method);
   };
   std::vector<double> build_seconds;
   for (int i = 0; i < 3; ++i) {
@@ -146,7 +147,13 @@ void knn_kaas(benchmark::State& state, Points kind) {
   }
   const double per_call_ms = 1e3 * total / double(state.iterations());
   set_common_counters(state, set, 1e3 * build_seconds[1], per_call_ms - 1e3 * build_seconds[1]);
-  state.counters["method"] = double(int(knn_auto_method(set.dims, n)));
+  int64_t largest = 0;
+  for (size_t e = 0; e + 1 < set.splits.size(); ++e) {
+    largest = std::max(largest, set.splits[e + 1] - set.splits[e]);
+  }
+  // 1 brute force, 2 binned (KnnMethod).
+  state.counters["method"] =
+      double(int(method == KnnMethod::kAuto ? knn_auto_method(set.dims, largest) : method));
 }
 
 // nanoflann's dataset adaptor over one event of the row-major points.
@@ -281,7 +288,8 @@ void register_knn() {
   register_kernel_cases("knn");
   using Runner = void (*)(benchmark::State&, Points);
   const std::vector<std::pair<std::string, Runner>> impls = {
-      {"kaas_openmp_auto", knn_kaas},
+      {"kaas_openmp_auto",
+       [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kAuto); }},
       {"nanoflann_kdtree", knn_nanoflann},
       {"sklearn_kd_tree",
        [](benchmark::State& st, Points p) { knn_python_peer(st, p, "kd_tree"); }},
@@ -308,7 +316,32 @@ void register_knn() {
   }
 }
 
+// kAuto's thresholds: both kaas methods on small events and on many dimensions.
+void register_knn_crossover() {
+  std::vector<Shape> shapes;
+  for (int64_t size : {64, 128, 256, 512, 1024}) {
+    shapes.push_back({Points::kUniform, 100 * size, 3, 16, 100});
+  }
+  for (int64_t dims : {8, 12, 16}) {
+    for (int64_t n : {2'000, 20'000}) shapes.push_back({Points::kUniform, n, dims, 16, 1});
+  }
+  const std::vector<std::pair<std::string, KnnMethod>> methods = {
+      {"binned", KnnMethod::kBinned}, {"brute_force", KnnMethod::kBruteForce}};
+  for (const Shape& s : shapes) {
+    for (const auto& [name, method] : methods) {
+      benchmark::RegisterBenchmark(
+          ("knn_crossover/kaas_openmp_" + name + "/points:uniform").c_str(), knn_kaas, s.points,
+          method)
+          ->Args({s.n, s.dims, s.k, s.events})
+          ->ArgNames({"n", "d", "k", "events"})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+}
+
 KAAS_BENCHMARKS(register_knn);
+KAAS_BENCHMARKS(register_knn_crossover);
 
 }  // namespace
 }  // namespace kaas::bench
