@@ -16,13 +16,17 @@
 //                through group-shared memory tile by tile (any D).
 //   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
 //                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
-//                with the event as the outer cell coordinate. The cell
-//                lists (CSR) are built on the device by counting, exclusive_scan and a scatter;
-//                each query then searches shell after shell of cells around its own cell and
-//                stops once no unsearched cell can hold a point closer than its current K-th.
-//   kAuto        kBinned for D <= 8 when the largest event has more than 256 points, else
-//                kBruteForce.
-// Each query keeps a bounded max-heap of its K-1 best candidates in its own output row.
+//                with the event as the outer cell coordinate and about 2K points per cell
+//                (16..64). The cell lists (CSR) are built on the device by counting,
+//                exclusive_scan and a scatter into dimension-major coordinates. One group per
+//                cell takes the cell's points as its queries and walks the shells of cells around
+//                it together: the own cell fills each query's heap, then rows of cells are
+//                skipped for the whole group or per query by their distance, and the group
+//                stops once no query can gain from the next shell.
+//   kAuto        kBinned when the largest event has more than 48 points, else kBruteForce, for
+//                every D (measured thresholds in knn.cc).
+// Candidates are compared 16 at a time (one SIMD compare skips a block that cannot enter); each
+// query keeps a bounded max-heap of its K-1 best candidates in its own output row.
 //
 // Validation synchronises the queue: row_splits (a small array) is copied to the host, and a
 // device kernel looks for a non-finite coordinate whose result is read back before anything

@@ -319,11 +319,11 @@ void register_knn() {
 // kAuto's thresholds: both kaas methods on small events and on many dimensions.
 void register_knn_crossover() {
   std::vector<Shape> shapes;
-  for (int64_t size : {64, 128, 256, 512, 1024}) {
+  for (int64_t size : {8, 16, 32, 64, 128, 256, 512, 1024}) {
     shapes.push_back({Points::kUniform, 100 * size, 3, 16, 100});
   }
   for (int64_t dims : {8, 12, 16}) {
-    for (int64_t n : {2'000, 20'000}) shapes.push_back({Points::kUniform, n, dims, 16, 1});
+    for (int64_t n : {2'000, 20'000, 100'000}) shapes.push_back({Points::kUniform, n, dims, 16, 1});
   }
   const std::vector<std::pair<std::string, KnnMethod>> methods = {
       {"binned", KnnMethod::kBinned}, {"brute_force", KnnMethod::kBruteForce}};

@@ -273,10 +273,13 @@ TEST_P(KnnTest, EmptyInput) {
   }
 }
 
-TEST(KnnAuto, PicksBinnedForLowDimensionalLargeEvents) {
+// The measured thresholds of knn.cc: binned above 48 points per event, in every dimension.
+TEST(KnnAuto, PicksBinnedAboveFortyEightPointsPerEvent) {
   EXPECT_EQ(knn_auto_method(3, 10000), KnnMethod::kBinned);
-  EXPECT_EQ(knn_auto_method(3, 100), KnnMethod::kBruteForce);
-  EXPECT_EQ(knn_auto_method(16, 10000), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(3, 49), KnnMethod::kBinned);
+  EXPECT_EQ(knn_auto_method(3, 48), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(2, 1), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(16, 10000), KnnMethod::kBinned);
 }
 
 // Calls knn on n points of dims coordinates with the given splits and k (outputs sized to the
