@@ -438,6 +438,7 @@ struct BinnedSearchKernel {
         if (k == 1) continue;
         float group_worst = math::infinity();
         int32_t v[kKnnMaxBinnedDims], lo[kKnnMaxBinnedDims], hi[kKnnMaxBinnedDims];
+        int32_t step[kKnnMaxBinnedDims];
         for (int32_t r = 0;; ++r) {
           bool covers = true;
           for (int b = 0; b < nb; ++b) {
@@ -446,8 +447,16 @@ struct BinnedSearchKernel {
             covers = covers && lo[b] == 0 && hi[b] == grid.bins[b] - 1;
           }
           // Rows of shell r: an odometer over binned dimensions 1..B-1 (dimension 1 fastest).
-          for (int b = 1; b < nb; ++b) v[b] = lo[b];
+          // Offsets from the group's cell in the order 0, -1, +1, -2, +2, ...: near rows first,
+          // so the K-th distances shrink early and later rows fail their tests.
+          for (int b = 1; b < nb; ++b) step[b] = 0;
           for (bool more = true; more;) {
+            bool inside = true;
+            for (int b = 1; b < nb; ++b) {
+              const int32_t half = (step[b] + 1) / 2;
+              v[b] = c[b] + ((step[b] & 1) != 0 ? -half : half);
+              inside = inside && v[b] >= lo[b] && v[b] <= hi[b];
+            }
             bool face = r == 0;
             float box_bound = 0.0f;
             int64_t row = event_base;
@@ -461,7 +470,7 @@ struct BinnedSearchKernel {
               const float g = cell_box_gap(grid, 0, r);
               box_bound += g * g;
             }
-            if (r > 0 && box_bound * 0.9999f <= group_worst) {
+            if (inside && r > 0 && box_bound * 0.9999f <= group_worst) {
               for (int64_t e : group_elements(ctx, queries)) {
                 // The query's distance to the row from its binned coordinates alone, before
                 // anything else is loaded: most rows end here.
@@ -480,11 +489,11 @@ struct BinnedSearchKernel {
             }
             more = false;
             for (int b = 1; b < nb; ++b) {
-              if (++v[b] <= hi[b]) {
+              if (++step[b] <= 2 * r) {
                 more = true;
                 break;
               }
-              v[b] = lo[b];
+              step[b] = 0;
             }
           }
           if (covers) break;
@@ -526,6 +535,18 @@ struct BinnedSearchKernel {
 
   // One row of shell r for one query: the whole run of dimension 0 trimmed to the cells within
   // the query's K-th distance (face rows), or its two end cells.
+  // Narrows the run [a, e] of dimension-0 cells to those within the K-th distance `worst` of a
+  // query at x0 whose distance to the row along the other binned dimensions is row_bound.
+  KAAS_DEVICE static void trim(const KnnGrid& grid, float x0, float worst, float row_bound,
+                               int32_t& a, int32_t& e) {
+    if (!(worst < math::infinity())) return;
+    const float reach = math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
+    const float from = (x0 - reach - grid.origin[0]) * grid.inv_width;
+    const float to = (x0 + reach - grid.origin[0]) * grid.inv_width;
+    a = math::max(a, static_cast<int32_t>(math::max(from, -1.0f)));
+    e = math::min(e, static_cast<int32_t>(math::min(to, float(grid.bins[0]))));
+  }
+
   // row_bound: the query's squared distance to the row along binned dimensions 1..B-1.
   KAAS_DEVICE static void search_row(const KnnGrid& grid, const Query& q, const HeapRow& heap,
                                      View1<const int32_t> starts, int64_t row, float row_bound,
@@ -536,13 +557,7 @@ struct BinnedSearchKernel {
     const float x0 = q.coords[grid.dim[0]];
     if (face) {
       int32_t a = lo[0], e = hi[0];
-      if (worst < math::infinity()) {
-        const float reach = math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
-        const float from = (x0 - reach - grid.origin[0]) * grid.inv_width;
-        const float to = (x0 + reach - grid.origin[0]) * grid.inv_width;
-        a = math::max(a, static_cast<int32_t>(math::max(from, -1.0f)));
-        e = math::min(e, static_cast<int32_t>(math::min(to, float(grid.bins[0]))));
-      }
+      trim(grid, x0, worst, row_bound, a, e);
       if (a <= e) scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
       return;
     }
