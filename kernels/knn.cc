@@ -177,9 +177,10 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
       ++spread_dims;
     }
   }
-  // Total cells stay within int32 and within a few per point.
+  // Total cells stay within int32 and at most one per point (plus one per event), which keeps
+  // the workspace bound of knn.h.
   const double max_cells =
-      std::min(double(INT32_MAX / 2), 4.0 * double(n) + double(events)) / double(events);
+      std::min(double(INT32_MAX / 2), double(n) + double(events)) / double(events);
   double width = spread_dims > 0 ? std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
   if (!(width > 0)) width = 1.0;
   for (;;) {
