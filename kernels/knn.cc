@@ -21,8 +21,10 @@ constexpr const char* kKernel = "knn";
 // ones cut the per-cell overhead, which grows with the binned dimensions. 2K, kept within
 // 16..64, measured (bench knn_peers, N = 100k, openmp 2 threads, cells of 8..128 points): K = 4
 // best at 16 (D = 3: 31.8 ms at 16, 33.1 at 32, 48.9 at 128); K = 16 best at 2K (D = 6: 424 ms at
-// 2K, 567 at K, 512 at 4K); K = 64 best at 64 (D = 4: 722 ms at 64, 803 at 128).
-double points_per_cell(int k) {
+// 2K, 567 at K, 512 at 4K); K = 64 best at 64 (D = 4: 722 ms at 64, 803 at 128). Above D = 8
+// (6 of D coordinates binned) 64 for every K: D = 16, K = 4: 8.1 s at 64, 19.2 s at 16.
+double points_per_cell(int k, int64_t dims) {
+  if (dims > 8) return 64.0;
   return std::clamp(2.0 * k, 16.0, 64.0);
 }
 
@@ -149,12 +151,13 @@ int binned_dims_for(int64_t dims, double target_cells) {
 
 // Cubic cells on the B coordinates of largest spread, about points_per_cell(k) points per cell
 // for an event of average size spread over the bounding box of all events.
+// width_scale < 1 shrinks the cells below that (clustered points, see launch_binned).
 detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_t n, int64_t events,
-                          int64_t nonempty_events, int k) {
+                          int64_t nonempty_events, int k, double width_scale) {
   detail::KnnGrid grid{};
   grid.dims = static_cast<int>(dims);
   const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
-  const double target_cells = std::max(1.0, per_event / points_per_cell(k));
+  const double target_cells = std::max(1.0, per_event / points_per_cell(k, dims));
   grid.binned_dims = binned_dims_for(dims, target_cells);
   // The coordinates by decreasing extent (ties: the lower coordinate first).
   std::vector<int> order(static_cast<size_t>(dims));
@@ -181,7 +184,8 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
   // the workspace bound of knn.h.
   const double max_cells =
       std::min(double(INT32_MAX / 2), double(n) + double(events)) / double(events);
-  double width = spread_dims > 0 ? std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
+  double width =
+      spread_dims > 0 ? width_scale * std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
   if (!(width > 0)) width = 1.0;
   for (;;) {
     double cells = 1;
@@ -210,6 +214,13 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
   return grid;
 }
 
+// Points on tracks and showers fill a small part of their bounding box, so cells sized for the
+// box hold many more points than the target. After counting, the population a point sees in
+// its own cell (sum of count^2 / N) is compared with the target; while it is more than twice
+// the target the cells shrink by the B-th root of the ratio (at most kMaxRefinements times,
+// and never past one cell per point). Uniform points stay at the first grid (Poisson: mean + 1).
+constexpr int kMaxRefinements = 5;
+
 void launch_binned(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits,
                    const std::vector<int64_t>& splits, const std::vector<float>& bounds, int k,
                    View2<int32_t> indices, View2<float> distances, const LaunchConfig& config) {
@@ -217,12 +228,30 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   const int64_t events = static_cast<int64_t>(splits.size()) - 1;
   int64_t nonempty = 0;
   for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
-  const detail::KnnGrid grid = make_grid(bounds, dims, n, events, nonempty, k);
-  const int64_t cells = events * grid.event_cells;
 
   auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
   auto slot = make_device_buffer<int32_t>(queue, size_t(n));
-  auto starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
+  detail::KnnGrid grid{};
+  int64_t cells = 0;
+  DeviceBuffer<int32_t> starts;
+  double width_scale = 1.0;
+  for (int refinement = 0;; ++refinement) {
+    grid = make_grid(bounds, dims, n, events, nonempty, k, width_scale);
+    cells = events * grid.event_cells;
+    starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
+    [&] {
+      KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid,
+                         cell_of.view(), slot.view(), starts.view());
+    }();
+    if (refinement == kMaxRefinements || cells >= n) break;
+    const std::vector<int32_t> counts = to_host(queue, make_view(starts.data(), cells));
+    double seen = 0;  // sum over points of their own cell's population
+    for (int32_t c : counts) seen += double(c) * double(c);
+    const double ratio = seen / double(n) / points_per_cell(k, dims);
+    if (ratio <= 1.25) break;
+    width_scale /= std::pow(ratio, 1.0 / grid.binned_dims);
+  }
+
   const LaunchConfig scan_config{config.group_size, 0};
   auto scan_workspace = make_device_buffer<int32_t>(
       queue, size_t(exclusive_scan_workspace_size(queue, cells + 1, scan_config)));
@@ -230,10 +259,6 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   auto sorted_points = make_device_buffer<float>(queue, size_t((n + detail::kKnnBlock) * dims));
   auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
 
-  [&] {
-    KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid, cell_of.view(),
-                       slot.view(), starts.view());
-  }();
   // counts -> cell starts, in place; starts[cells] = N.
   exclusive_scan<int32_t>(queue, starts.view(), starts.view(), scan_workspace.view(), scan_config);
   [&] {
