@@ -90,6 +90,48 @@ def emtrk_summary(rows) -> None:
     print()
 
 
+def knn_peers_summary(rows) -> None:
+    """kNN beside its peers: one line per shape, the time of each implementation (build + query)
+    and peer time / kaas time (> 1: kaas faster)."""
+    order = ["kaas_openmp_auto", "nanoflann_kdtree", "sklearn_kd_tree", "sklearn_ball_tree",
+             "faiss_flat"]
+    shapes = collections.OrderedDict()  # shape -> implementation -> benchmark
+    for b in rows:
+        m = re.match(r"knn_peers/([^/]+)/(points:[^/]+/.+?)(/iterations.*|/real_time.*|/manual_time.*)?$",
+                     b["run_name"])
+        if m:
+            shapes.setdefault(m[2], {})[m[1]] = b
+
+    def ms(b):
+        if b is None or b.get("error_occurred"):
+            return None
+        return b["real_time"]  # time_unit is ms for every knn_peers row
+
+    print("| shape | points | " + " | ".join(order) + " | " +
+          " | ".join(f"{p} / kaas" for p in order[1:]) + " |")
+    print("|---|---:|" + "---:|" * (2 * len(order) - 1))
+    for shape, impls in shapes.items():
+        kaas = ms(impls.get(order[0]))
+        times = [ms(impls.get(i)) for i in order]
+        any_row = next(b for b in impls.values() if not b.get("error_occurred"))
+        cells = [f"{t:.3g} ms" if t is not None else "—" for t in times]
+        ratios = [f"{t / kaas:.2f}×" if t is not None and kaas else "—" for t in times[1:]]
+        print(f"| {shape} | {any_row.get('points', 0):.0f} | " + " | ".join(cells) + " | " +
+              " | ".join(ratios) + " |")
+    print()
+    print("Build / query split (ms; kaas: build = the same call with K = 1):\n")
+    print("| shape | " + " | ".join(order) + " |")
+    print("|---|" + "---:|" * len(order))
+    for shape, impls in shapes.items():
+        cells = []
+        for i in order:
+            b = impls.get(i)
+            cells.append("—" if b is None or b.get("error_occurred")
+                         else f"{b['build_ms']:.3g} / {b['query_ms']:.3g}")
+        print(f"| {shape} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main(path: str) -> None:
     with open(path) as f:
         data = json.load(f)
@@ -111,6 +153,8 @@ def main(path: str) -> None:
         print(f"### {family}\n")
         if family == "emtrk":
             emtrk_summary(rows)
+        if family == "knn_peers":
+            knn_peers_summary(rows)
         print("| benchmark | time | throughput | fraction | implementation |")
         print("|---|---:|---:|---:|---|")
         for b in rows:

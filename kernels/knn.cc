@@ -18,10 +18,14 @@ namespace {
 constexpr const char* kKernel = "knn";
 
 // Target points per cell of the binned grid: small cells keep the searched box tight, large
-// ones cut the per-cell overhead. On the CPU (bench_knn, N = 100k, D = 4..6, K = 16..64) times
-// varied by < 20% between K/8 and 2K points per cell.
-double points_per_cell(int k) {
-  return std::max(2.0, k / 4.0);
+// ones cut the per-cell overhead, which grows with the binned dimensions. 2K, kept within
+// 16..64, measured (bench knn_peers, N = 100k, openmp 2 threads, cells of 8..128 points): K = 4
+// best at 16 (D = 3: 31.8 ms at 16, 33.1 at 32, 48.9 at 128); K = 16 best at 2K (D = 6: 424 ms at
+// 2K, 567 at K, 512 at 4K); K = 64 best at 64 (D = 4: 722 ms at 64, 803 at 128). Above D = 8
+// (6 of D coordinates binned) 64 for every K: D = 16, K = 4: 8.1 s at 64, 19.2 s at 16.
+double points_per_cell(int k, int64_t dims) {
+  if (dims > 8) return 64.0;
+  return std::clamp(2.0 * k, 16.0, 64.0);
 }
 
 void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,
@@ -130,19 +134,45 @@ void launch_brute_force(const Queue& queue, View2<const float> points,
   queue.wait();  // the block table is freed on return
 }
 
-// Cubic cells on the first min(3, D) coordinates, about points_per_cell(k) points per cell
+// How many coordinates the grid bins: as many as keep at least kMinBinsPerDim cells per binned
+// dimension for the target cell count (more binned dimensions shrink the searched box in D > 3,
+// but a dimension with one or two cells only multiplies the shell's cells), at most
+// kKnnMaxBinnedDims.
+constexpr double kMinBinsPerDim = 3.0;
+
+int binned_dims_for(int64_t dims, double target_cells) {
+  int b = 1;
+  while (b < std::min<int64_t>(dims, kKnnMaxBinnedDims) &&
+         std::pow(target_cells, 1.0 / double(b + 1)) >= kMinBinsPerDim) {
+    ++b;
+  }
+  return b;
+}
+
+// Cubic cells on the B coordinates of largest spread, about points_per_cell(k) points per cell
 // for an event of average size spread over the bounding box of all events.
+// width_scale < 1 shrinks the cells below that (clustered points, see launch_binned).
 detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_t n, int64_t events,
-                          int64_t nonempty_events, int k) {
+                          int64_t nonempty_events, int k, double width_scale) {
   detail::KnnGrid grid{};
   grid.dims = static_cast<int>(dims);
-  grid.binned_dims = static_cast<int>(std::min<int64_t>(3, dims));
-  double extent[3] = {0, 0, 0}, volume = 1, max_extent = 0, max_abs = 0;
+  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
+  const double target_cells = std::max(1.0, per_event / points_per_cell(k, dims));
+  grid.binned_dims = binned_dims_for(dims, target_cells);
+  // The coordinates by decreasing extent (ties: the lower coordinate first).
+  std::vector<int> order(static_cast<size_t>(dims));
+  for (int64_t d = 0; d < dims; ++d) order[size_t(d)] = int(d);
+  auto extent_of = [&](int d) { return double(bounds[dims + d]) - double(bounds[d]); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return extent_of(a) > extent_of(b); });
+  double extent[kKnnMaxBinnedDims] = {}, volume = 1, max_extent = 0, max_abs = 0;
   int spread_dims = 0;
   for (int b = 0; b < grid.binned_dims; ++b) {
-    extent[b] = double(bounds[dims + b]) - double(bounds[b]);
+    const int d = order[size_t(b)];
+    grid.dim[b] = d;
+    extent[b] = extent_of(d);
     max_extent = std::max(max_extent, extent[b]);
-    max_abs = std::max({max_abs, std::abs(double(bounds[b])), std::abs(double(bounds[dims + b]))});
+    max_abs = std::max({max_abs, std::abs(double(bounds[d])), std::abs(double(bounds[dims + d]))});
   }
   for (int b = 0; b < grid.binned_dims; ++b) {
     if (extent[b] > 1e-6 * max_extent) {
@@ -150,17 +180,17 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
       ++spread_dims;
     }
   }
-  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty_events));
-  const double target_cells = std::max(1.0, per_event / points_per_cell(k));
-  // Total cells stay within int32 and within a few per point.
+  // Total cells stay within int32 and at most one per point (plus one per event), which keeps
+  // the workspace bound of knn.h.
   const double max_cells =
-      std::min(double(INT32_MAX / 2), 4.0 * double(n) + double(events)) / double(events);
-  double width = spread_dims > 0 ? std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
+      std::min(double(INT32_MAX / 2), double(n) + double(events)) / double(events);
+  double width =
+      spread_dims > 0 ? width_scale * std::pow(volume / target_cells, 1.0 / spread_dims) : 1.0;
   if (!(width > 0)) width = 1.0;
   for (;;) {
     double cells = 1;
-    for (int b = 0; b < 3; ++b) {
-      const double bins = b < grid.binned_dims ? std::floor(extent[b] / width) + 1 : 1;
+    for (int b = 0; b < grid.binned_dims; ++b) {
+      const double bins = std::floor(extent[b] / width) + 1;
       grid.bins[b] = static_cast<int32_t>(std::min(bins, double(INT32_MAX / 2)));
       cells *= grid.bins[b];
     }
@@ -170,14 +200,26 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
     }
     width *= 1.25;
   }
+  int64_t stride = 1;
+  for (int b = 0; b < grid.binned_dims; ++b) {
+    grid.stride[b] = stride;
+    stride *= grid.bins[b];
+  }
   grid.width = static_cast<float>(width);
   grid.inv_width = static_cast<float>(1.0 / width);
-  for (int b = 0; b < 3; ++b) grid.origin[b] = b < grid.binned_dims ? bounds[b] : 0.0f;
+  for (int b = 0; b < grid.binned_dims; ++b) grid.origin[b] = bounds[grid.dim[b]];
   // Cell assignment rounds (x - origin) * inv_width; the stopping rule subtracts this slack
   // (a few ulps of the coordinates' magnitude, plus 0.1% of a cell) from its distance bound.
   grid.margin = static_cast<float>(4.0 * FLT_EPSILON * (max_abs + max_extent) + 1e-3 * width);
   return grid;
 }
+
+// Points on tracks and showers fill a small part of their bounding box, so cells sized for the
+// box hold many more points than the target. After counting, the population a point sees in
+// its own cell (sum of count^2 / N) is compared with the target; while it is more than twice
+// the target the cells shrink by the B-th root of the ratio (at most kMaxRefinements times,
+// and never past one cell per point). Uniform points stay at the first grid (Poisson: mean + 1).
+constexpr int kMaxRefinements = 5;
 
 void launch_binned(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits,
                    const std::vector<int64_t>& splits, const std::vector<float>& bounds, int k,
@@ -186,22 +228,37 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   const int64_t events = static_cast<int64_t>(splits.size()) - 1;
   int64_t nonempty = 0;
   for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
-  const detail::KnnGrid grid = make_grid(bounds, dims, n, events, nonempty, k);
-  const int64_t cells = events * grid.event_cells;
 
   auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
   auto slot = make_device_buffer<int32_t>(queue, size_t(n));
-  auto starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
+  detail::KnnGrid grid{};
+  int64_t cells = 0;
+  DeviceBuffer<int32_t> starts;
+  double width_scale = 1.0;
+  for (int refinement = 0;; ++refinement) {
+    grid = make_grid(bounds, dims, n, events, nonempty, k, width_scale);
+    cells = events * grid.event_cells;
+    starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
+    [&] {
+      KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid,
+                         cell_of.view(), slot.view(), starts.view());
+    }();
+    if (refinement == kMaxRefinements || cells >= n) break;
+    const std::vector<int32_t> counts = to_host(queue, make_view(starts.data(), cells));
+    double seen = 0;  // sum over points of their own cell's population
+    for (int32_t c : counts) seen += double(c) * double(c);
+    const double ratio = seen / double(n) / points_per_cell(k, dims);
+    if (ratio <= 1.25) break;
+    width_scale /= std::pow(ratio, 1.0 / grid.binned_dims);
+  }
+
   const LaunchConfig scan_config{config.group_size, 0};
   auto scan_workspace = make_device_buffer<int32_t>(
       queue, size_t(exclusive_scan_workspace_size(queue, cells + 1, scan_config)));
-  auto sorted_points = make_device_buffer<float>(queue, size_t(n * dims));
+  // Dimension-major, row stride N + kKnnBlock (a block read past the end stays inside).
+  auto sorted_points = make_device_buffer<float>(queue, size_t((n + detail::kKnnBlock) * dims));
   auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
 
-  [&] {
-    KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid, cell_of.view(),
-                       slot.view(), starts.view());
-  }();
   // counts -> cell starts, in place; starts[cells] = N.
   exclusive_scan<int32_t>(queue, starts.view(), starts.view(), scan_workspace.view(), scan_config);
   [&] {
@@ -210,7 +267,7 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   }();
   [&] {
     KAAS_RETURN_LAUNCH(queue, knn_binned_search_launch, queue, grid, sorted_points.view(),
-                       sorted_index.view(), cell_of.view(), starts.view(), k, indices, distances,
+                       sorted_index.view(), starts.view(), k, indices, distances,
                        config.group_size);
   }();
   queue.wait();  // the workspaces are freed on return
@@ -218,8 +275,11 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
 
 }  // namespace
 
-KnnMethod knn_auto_method(int64_t dims, int64_t largest_event) {
-  return dims <= 8 && largest_event > 256 ? KnnMethod::kBinned : KnnMethod::kBruteForce;
+// Measured (bench knn_crossover, openmp 2 threads, K = 16): 100 uniform events of 32 points,
+// D = 3: binned 3.32 ms, brute force 1.77; of 64 points: 4.25 vs 5.14. One event of 100k
+// points: D = 8 1.07 s vs 8.2 s, D = 16 7.6 s vs 12.2 s; of 2,000 points, D = 16: 8.4 vs 8.8 ms.
+KnnMethod knn_auto_method(int64_t /*dims*/, int64_t largest_event) {
+  return largest_event > 48 ? KnnMethod::kBinned : KnnMethod::kBruteForce;
 }
 
 void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits, int k,

@@ -14,14 +14,24 @@
 // Methods:
 //   kBruteForce  one group per block of queries of one event; the event's points stream
 //                through group-shared memory tile by tile (any D).
-//   kBinned      a uniform grid of cubic cells on the first min(3, D) coordinates (HGCalML's
-//                binned_select_knn idea), with the event as the outer cell coordinate. The cell
-//                lists (CSR) are built on the device by counting, exclusive_scan and a scatter;
-//                each query then searches shell after shell of cells around its own cell and
-//                stops once no unsearched cell can hold a point closer than its current K-th.
-//   kAuto        kBinned for D <= 8 when the largest event has more than 256 points, else
-//                kBruteForce.
-// Each query keeps a bounded max-heap of its K-1 best candidates in its own output row.
+//   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
+//                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
+//                with the event as the outer cell coordinate and about 2K points per cell
+//                (16..64). The cell lists (CSR) are built on the device by counting,
+//                exclusive_scan and a scatter into dimension-major coordinates. One group per
+//                cell takes the cell's points as its queries and walks the shells of cells around
+//                it together: the own cell fills each query's heap, then rows of cells are
+//                skipped for the whole group or per query by their distance, and the group
+//                stops once no query can gain from the next shell.
+//   kAuto        kBinned when the largest event has more than 48 points, else kBruteForce, for
+//                every D (measured thresholds in knn.cc).
+// Candidates are compared 16 at a time (one SIMD compare skips a block that cannot enter); each
+// query keeps a bounded max-heap of its K-1 best candidates in its own output row.
+//
+// Workspace of kBinned: 16 N + 4 N D + 4 E bytes + 64 D (cell, slot-in-cell, cell starts with at
+// most N + E cells, dimension-major coordinates, original indices) plus the scan's few bytes
+// per cell group: within twice the input (4 N D + 8 (E + 1)) plus the output (8 N K) whenever
+// D + 2K >= 4. kBruteForce: the block table (16 bytes per block of queries).
 //
 // Validation synchronises the queue: row_splits (a small array) is copied to the host, and a
 // device kernel looks for a non-finite coordinate whose result is read back before anything
@@ -41,6 +51,7 @@ enum class KnnMethod { kAuto, kBruteForce, kBinned };
 
 inline constexpr int kKnnMaxK = 256;
 inline constexpr int kKnnMaxDims = 16;
+inline constexpr int kKnnMaxBinnedDims = 6;  // coordinates the binned grid bins at most
 
 // indices [N, K] (int32) and distances [N, K] (squared L2, float) are overwritten entirely.
 // config.group_size applies to the search kernels (and the scan of the binned method).
@@ -53,16 +64,22 @@ KnnMethod knn_auto_method(int64_t dims, int64_t largest_event);
 
 namespace detail {
 
+// Candidates per distance block of the search kernels (one SIMD operation per coordinate on a
+// CPU); the binned method's sorted coordinates are padded by one block.
+inline constexpr int kKnnBlock = 16;
+
 // The uniform grid of the binned method; the same value for every element of a launch.
 struct KnnGrid {
-  float origin[3];      // lower corner of the binned coordinates (over all events)
-  float width;          // edge of a cubic cell
-  float inv_width;      // 1 / width
-  float margin;         // slack for rounding in cell assignment, in coordinate units
-  int32_t bins[3];      // cells per binned dimension (1 for dimensions not binned)
-  int binned_dims;      // min(3, D)
-  int dims;             // D
-  int64_t event_cells;  // bins[0] * bins[1] * bins[2]
+  int32_t dim[kKnnMaxBinnedDims];     // coordinate of each binned dimension (largest spread first)
+  float origin[kKnnMaxBinnedDims];    // lower corner of the binned coordinates (over all events)
+  int32_t bins[kKnnMaxBinnedDims];    // cells per binned dimension
+  int64_t stride[kKnnMaxBinnedDims];  // cell-index stride of each binned dimension (bins[0]...)
+  float width;                        // edge of a cubic cell
+  float inv_width;                    // 1 / width
+  float margin;                       // slack for rounding in cell assignment, in coordinate units
+  int binned_dims;                    // B <= min(D, kKnnMaxBinnedDims)
+  int dims;                           // D
+  int64_t event_cells;                // product of bins
 };
 
 }  // namespace detail
@@ -80,14 +97,14 @@ KAAS_DECLARE_LAUNCHER(void, knn_brute_force_launch,
 KAAS_DECLARE_LAUNCHER(void, knn_bin_count_launch,
                       (const Queue&, View2<const float>, View1<const int64_t>, detail::KnnGrid,
                        View1<int32_t>, View1<int32_t>, View1<int32_t>))
-// Binned: scatter points into cell order (dense [N * D] coordinates + original indices).
+// Binned: scatter points into cell order (dimension-major coordinates with row stride
+// N + kKnnBlock, zero padded, and the original indices).
 KAAS_DECLARE_LAUNCHER(void, knn_bin_scatter_launch,
                       (const Queue&, View2<const float>, View1<const int32_t>, View1<const int32_t>,
                        View1<const int32_t>, View1<float>, View1<int32_t>))
 // Binned: the shell-by-shell search of every query.
 KAAS_DECLARE_LAUNCHER(void, knn_binned_search_launch,
                       (const Queue&, detail::KnnGrid, View1<const float>, View1<const int32_t>,
-                       View1<const int32_t>, View1<const int32_t>, int, View2<int32_t>,
-                       View2<float>, int))
+                       View1<const int32_t>, int, View2<int32_t>, View2<float>, int))
 
 }  // namespace kaas

@@ -2,6 +2,7 @@
 // search). See kernels/knn.h for the output contract.
 
 #include "kaas/kernels/knn.h"
+#include "kaas/backends/half.h"  // math::float_bits
 #include "kaas/backends/kernel.h"
 
 namespace kaas::KAAS_BACKEND_NS {
@@ -26,9 +27,56 @@ KAAS_DEVICE inline float squared_distance(const float* q, const float* p, int di
   return sum;
 }
 
+// Candidates are compared kKnnBlock at a time: coordinate d of candidate j sits at
+// base[d * stride + j] (dimension-major), so the loop over j is one SIMD operation per
+// coordinate on a CPU (the same expression and order as squared_distance, hence the same
+// bits) and unrolls into registers on a GPU.
+using detail::kKnnBlock;
+
+template <int kDims>
+KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride, int dims,
+                                        float* out) {
+  if constexpr (kDims > 0) {
+    // j outermost: the d loop unrolls first and the j loop vectorises with one contiguous load
+    // per coordinate (GCC turns the other nesting into lane shuffles when d is unrolled).
+    for (int j = 0; j < kKnnBlock; ++j) {
+      float sum = 0.0f;
+      for (int d = 0; d < kDims; ++d) {
+        const float t = base[d * stride + j] - q[d];
+        sum += t * t;
+      }
+      out[j] = sum;
+    }
+  } else {
+    // D at run time: d outermost, the block of kKnnBlock sums one vector operation per d.
+    for (int j = 0; j < kKnnBlock; ++j) out[j] = 0.0f;
+    for (int d = 0; d < dims; ++d) {
+      const float qd = q[d];
+      const float* row = base + d * stride;
+      for (int j = 0; j < kKnnBlock; ++j) {
+        const float t = row[j] - qd;
+        out[j] += t * t;
+      }
+    }
+  }
+}
+
+// Whether any distance of a block is <= bound (one vector compare on a CPU).
+KAAS_DEVICE inline bool any_within(const float* block, float bound) {
+  int hits = 0;
+  for (int j = 0; j < kKnnBlock; ++j) hits |= block[j] <= bound ? 1 : 0;
+  return hits != 0;
+}
+
 // (distance, index) order: the total order that makes results independent of visiting order.
+// Distances are >= +0, so their bit patterns order like the values and one 64-bit key
+// (distance bits, index) orders a pair with a single integer compare.
+KAAS_DEVICE inline uint64_t order_key(float distance, int32_t index) {
+  return (uint64_t(math::float_bits(distance)) << 32) | uint32_t(index);
+}
+
 KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
-  return da < db || (da == db && ia < ib);
+  return order_key(da, ia) < order_key(db, ib);
 }
 
 // A bounded max-heap of the K-1 best candidates of one query, kept in slots 1..K-1 of the
@@ -41,15 +89,24 @@ struct HeapRow {
 
   KAAS_DEVICE float& d(int i) const { return dist[i * dist_stride]; }
   KAAS_DEVICE int32_t& i(int i) const { return index[i * index_stride]; }
+  KAAS_DEVICE uint64_t key(int i) const { return order_key(d(i), this->i(i)); }
 
   KAAS_DEVICE void sift_down(int pos, int n) const {
     const float pd = d(pos);
     const int32_t pi = i(pos);
+    const uint64_t pk = order_key(pd, pi);
     for (;;) {
       int child = 2 * pos + 1;
       if (child >= n) break;
-      if (child + 1 < n && before(d(child), i(child), d(child + 1), i(child + 1))) ++child;
-      if (!before(pd, pi, d(child), i(child))) break;
+      uint64_t ck = key(child);
+      if (child + 1 < n) {
+        const uint64_t right = key(child + 1);
+        if (ck < right) {
+          ck = right;
+          ++child;
+        }
+      }
+      if (pk >= ck) break;
       d(pos) = d(child);
       i(pos) = i(child);
       pos = child;
@@ -87,12 +144,18 @@ struct HeapRow {
 };
 
 // Slot 0 holds the query itself; the heap lives in slots 1..K-1.
+KAAS_DEVICE inline HeapRow heap_of(View2<int32_t> indices, View2<float> distances, int64_t q,
+                                   int k) {
+  return HeapRow{&distances(q, 0) + distances.stride[1], &indices(q, 0) + indices.stride[1],
+                 distances.stride[1], indices.stride[1], k - 1};
+}
+
+// Writes slot 0 (the query itself) and returns the heap.
 KAAS_DEVICE inline HeapRow heap_row(View2<int32_t> indices, View2<float> distances, int64_t q,
                                     int k) {
   indices(q, 0) = static_cast<int32_t>(q);
   distances(q, 0) = 0.0f;
-  return HeapRow{&distances(q, 0) + distances.stride[1], &indices(q, 0) + indices.stride[1],
-                 distances.stride[1], indices.stride[1], k - 1};
+  return heap_of(indices, distances, q, k);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -125,7 +188,8 @@ struct CheckKernel {
 
 // ---------------------------------------------------------------------------------------------
 // Brute force: group = block of up to group_size queries of one event; the event's points pass
-// through shared memory in tiles of `tile` points (row-major [tile][D]).
+// through shared memory in tiles of `tile` points (dimension-major [D][tile], tile a multiple of
+// kKnnBlock, the tail of a partial tile zeroed).
 
 template <int kDims>
 struct BruteForceKernel {
@@ -144,8 +208,10 @@ struct BruteForceKernel {
       }
       for (int64_t base = begin; base < end && k > 1; base += tile) {
         const int64_t count = math::min<int64_t>(tile, end - base);
-        for (int64_t t : group_elements(ctx, count * dims)) {
-          tile_points[t] = points(base + t / dims, t % dims);
+        const int64_t padded = (count + kKnnBlock - 1) / kKnnBlock * kKnnBlock;
+        for (int64_t t : group_elements(ctx, padded * dims)) {
+          const int64_t point = t / dims, d = t % dims;
+          tile_points[d * tile + point] = point < count ? points(base + point, d) : 0.0f;
         }
         ctx.sync();
         for (int64_t e : group_elements(ctx, queries)) {
@@ -156,13 +222,18 @@ struct BruteForceKernel {
           // The heap survives the sync() in global memory; its worst entry is re-read here.
           float worst = heap.d(0);
           int32_t worst_index = heap.i(0);
-          for (int64_t t = 0; t < count; ++t) {
-            const float dd = squared_distance<kDims>(query, tile_points + t * dims, dims);
-            const int32_t j = static_cast<int32_t>(base + t);
-            if (j == q || !before(dd, j, worst, worst_index)) continue;
-            heap.replace_worst(dd, j);
-            worst = heap.d(0);
-            worst_index = heap.i(0);
+          float block[kKnnBlock];
+          for (int64_t t0 = 0; t0 < count; t0 += kKnnBlock) {
+            block_distances<kDims>(query, tile_points + t0, tile, dims, block);
+            const int m = static_cast<int>(math::min<int64_t>(kKnnBlock, count - t0));
+            for (int t = 0; t < m; ++t) {
+              const float dd = block[t];
+              const int32_t j = static_cast<int32_t>(base + t0 + t);
+              if (j == q || !before(dd, j, worst, worst_index)) continue;
+              heap.replace_worst(dd, j);
+              worst = heap.d(0);
+              worst_index = heap.i(0);
+            }
           }
         }
         ctx.sync();  // the tile is overwritten next
@@ -175,7 +246,8 @@ struct BruteForceKernel {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Binned grid. Cell of a point: event * event_cells + (cz * bins[1] + cy) * bins[0] + cx.
+// Binned grid. Cell of a point: event * event_cells + sum_b c_b * stride[b], c_b the cell along
+// binned dimension b (coordinate dim[b]); dimension 0 varies fastest.
 
 struct FillKernel {
   static constexpr const char* kName = "knn.fill";
@@ -204,13 +276,12 @@ struct CountKernel {
                               View1<const int64_t> row_splits, KnnGrid grid, View1<int32_t> cell_of,
                               View1<int32_t> slot, View1<int32_t> counts) const {
     for (int64_t p : uniform_elements(ctx, points.extent[0])) {
-      int64_t local = 0, scale = 1;
+      int64_t local = 0;
       for (int b = 0; b < grid.binned_dims; ++b) {
         // Clamp in float before converting: the cell of the maximum is the last one.
-        const float f = (points(p, b) - grid.origin[b]) * grid.inv_width;
+        const float f = (points(p, grid.dim[b]) - grid.origin[b]) * grid.inv_width;
         const float c = math::min(math::max(f, 0.0f), static_cast<float>(grid.bins[b] - 1));
-        local += static_cast<int64_t>(c) * scale;
-        scale *= grid.bins[b];
+        local += static_cast<int64_t>(c) * grid.stride[b];
       }
       const int64_t cell = event_of(row_splits, p) * grid.event_cells + local;
       cell_of[p] = static_cast<int32_t>(cell);
@@ -219,35 +290,48 @@ struct CountKernel {
   }
 };
 
+// Sorted coordinates are dimension-major with row stride N + kKnnBlock (sorted_points holds
+// D * stride values): a block read past the last point stays inside the buffer, in zeros.
 struct ScatterKernel {
   static constexpr const char* kName = "knn.bin_scatter";
   KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> points,
                               View1<const int32_t> cell_of, View1<const int32_t> slot,
                               View1<const int32_t> starts, View1<float> sorted_points,
                               View1<int32_t> sorted_index) const {
-    const int64_t dims = points.extent[1];
-    for (int64_t p : uniform_elements(ctx, points.extent[0])) {
+    const int64_t n = points.extent[0], dims = points.extent[1];
+    const int64_t stride = sorted_points.extent[0] / dims;
+    for (int64_t p : uniform_elements(ctx, n)) {
       const int64_t pos = starts[cell_of[p]] + slot[p];
-      for (int64_t d = 0; d < dims; ++d) sorted_points[pos * dims + d] = points(p, d);
+      for (int64_t d = 0; d < dims; ++d) sorted_points[d * stride + pos] = points(p, d);
       sorted_index[pos] = static_cast<int32_t>(p);
+    }
+    for (int64_t t : uniform_elements(ctx, (stride - n) * dims)) {
+      sorted_points[(t % dims) * stride + n + t / dims] = 0.0f;
     }
   }
 };
 
-// Distance from coordinate b of the query to cell `cell` along that dimension, shrunk by the
-// rounding margin (0 inside the cell, and for dimensions that are not binned).
-KAAS_DEVICE inline float cell_gap(const KnnGrid& grid, const float* query, int b, int32_t cell) {
-  if (b >= grid.binned_dims) return 0.0f;
+// Distance from the query to cell `cell` along binned dimension b (query coordinate x), shrunk
+// by the rounding margin (0 inside the cell).
+KAAS_DEVICE inline float cell_gap(const KnnGrid& grid, float x, int b, int32_t cell) {
   const float lo = grid.origin[b] + float(cell) * grid.width;
-  const float below = lo - query[b], above = query[b] - (lo + grid.width);
+  const float below = lo - x, above = x - (lo + grid.width);
   return math::max(math::max(below, above) - grid.margin, 0.0f);
 }
 
-// One element per query, in cell order (neighbouring queries search the same cells). The
-// search visits the cells at Chebyshev distance r = 0, 1, 2, ... from the query's cell; after
-// shell r every unsearched point lies outside the box of cells [c - r, c + r], so at least
-// `gap` (the distance from the query to that box's nearest inner face) away. It stops when the
-// heap is full and gap^2 exceeds the current K-th distance, or when the box covers the event.
+// One group per cell: its points are the queries (in chunks of up to group_size elements),
+// and the group walks the cells at Chebyshev distance r = 0, 1, 2, ... from its cell together,
+// so the walk is paid once per cell instead of once per query. Shell r is a set of rows (the
+// outer binned coordinates fixed, dimension 0 a contiguous run of cells): a row is skipped for
+// the whole group when the distance between the two cell boxes exceeds the largest K-th
+// distance of the group after the previous shell, and per query when the distance from the
+// query to the row exceeds its own K-th. Each query scans the remaining run trimmed to the
+// cells it can still reach, kKnnBlock candidates at a time. After shell r every unsearched
+// point of the event lies outside the box of cells [c - r, c + r], so at least `gap` (the
+// distance from the query to that box's nearest inner face) away: the group stops when every
+// query's gap^2 exceeds its K-th distance, or when the box covers the event.
+// Shared memory: [0] the group's largest K-th distance, [1] whether a query needs the next
+// shell (0 or 1).
 template <int kDims>
 struct BinnedSearchKernel {
   static constexpr const char* kName = "knn.binned_search";
@@ -257,100 +341,232 @@ struct BinnedSearchKernel {
     int dims;
     int32_t position;  // in cell order (the query itself is skipped by position)
     const float* points;
+    int64_t stride;  // of the dimension-major sorted coordinates
     const int32_t* index;
   };
 
-  // Candidates [first, last) of the sorted arrays.
+  // Candidates [first, last) of the sorted arrays, kKnnBlock at a time: the distances of a
+  // block first, then the few that beat the current K-th go through the heap.
   KAAS_DEVICE static void scan(const Query& q, int32_t first, int32_t last, const HeapRow& heap,
                                float& worst, int32_t& worst_index) {
-    for (int32_t p = first; p < last; ++p) {
-      const float dd = squared_distance<kDims>(q.coords, q.points + int64_t(p) * q.dims, q.dims);
-      if (dd > worst || p == q.position) continue;
-      const int32_t j = q.index[p];
-      if (dd == worst && j > worst_index) continue;
-      heap.replace_worst(dd, j);
-      worst = heap.d(0);
-      worst_index = heap.i(0);
+    float block[kKnnBlock];
+    for (int32_t c = first; c < last; c += kKnnBlock) {
+      block_distances<kDims>(q.coords, q.points + c, q.stride, q.dims, block);
+      if (!any_within(block, worst)) continue;  // the common case once the heap is full
+      const int m = math::min<int32_t>(kKnnBlock, last - c);
+      for (int t = 0; t < m; ++t) {
+        const float dd = block[t];
+        if (dd > worst || c + t == q.position) continue;
+        const int32_t j = q.index[c + t];
+        if (order_key(dd, j) > order_key(worst, worst_index)) continue;
+        heap.replace_worst(dd, j);
+        worst = heap.d(0);
+        worst_index = heap.i(0);
+      }
     }
   }
 
-  KAAS_KERNEL void operator()(const Ctx& ctx, KnnGrid grid, View1<const float> sorted_points,
-                              View1<const int32_t> sorted_index, View1<const int32_t> cell_of,
-                              View1<const int32_t> starts, int k, View2<int32_t> indices,
-                              View2<float> distances) const {
-    const int64_t n = sorted_index.extent[0];
-    const int dims = kDims > 0 ? kDims : grid.dims;
-    for (int64_t s : uniform_elements(ctx, n)) {
-      Query q;
-      q.dims = dims;
-      q.position = static_cast<int32_t>(s);
-      q.points = sorted_points.data;
-      q.index = sorted_index.data;
-      for (int d = 0; d < dims; ++d) q.coords[d] = sorted_points[s * dims + d];
-      const int32_t self = sorted_index[s];
-      const HeapRow heap = heap_row(indices, distances, self, k);
-      if (k == 1) continue;
-      heap.clear();
-      float worst = math::infinity();
-      int32_t worst_index = kNoIndex;
+  // Writes the first heap.size candidates of [first, last) other than the query into the
+  // (cleared) heap slots in order, then makes them a heap; returns where the rest begins.
+  KAAS_DEVICE static int32_t fill(const Query& q, int32_t first, int32_t last,
+                                  const HeapRow& heap) {
+    heap.clear();
+    int filled = 0;
+    int32_t next = first;
+    float block[kKnnBlock];
+    while (next < last && filled < heap.size) {
+      block_distances<kDims>(q.coords, q.points + next, q.stride, q.dims, block);
+      const int m = math::min<int32_t>(kKnnBlock, last - next);
+      int t = 0;
+      for (; t < m && filled < heap.size; ++t) {
+        if (next + t == q.position) continue;
+        heap.d(filled) = block[t];
+        heap.i(filled) = q.index[next + t];
+        ++filled;
+      }
+      next += t;
+    }
+    for (int pos = heap.size / 2 - 1; pos >= 0; --pos) heap.sift_down(pos, heap.size);
+    return next;
+  }
 
-      const int64_t cell = cell_of[self];
+  KAAS_DEVICE static Query load_query(const KnnGrid& grid, View1<const float> sorted_points,
+                                      View1<const int32_t> sorted_index, int64_t position) {
+    Query q;
+    q.dims = kDims > 0 ? kDims : grid.dims;
+    q.position = static_cast<int32_t>(position);
+    q.points = sorted_points.data;
+    q.stride = sorted_points.extent[0] / q.dims;
+    q.index = sorted_index.data;
+    for (int d = 0; d < q.dims; ++d) q.coords[d] = sorted_points[d * q.stride + position];
+    return q;
+  }
+
+  // The gap along binned dimension b between the group's cell c and cell v, less the margin.
+  KAAS_DEVICE static float cell_box_gap(const KnnGrid& grid, int32_t c, int32_t v) {
+    const int32_t apart = v > c ? v - c - 1 : c - v - 1;
+    return math::max(float(math::max(apart, 0)) * grid.width - grid.margin, 0.0f);
+  }
+
+  KAAS_KERNEL void operator()(const Ctx& ctx, KnnGrid grid, View1<const float> sorted_points,
+                              View1<const int32_t> sorted_index, View1<const int32_t> starts, int k,
+                              View2<int32_t> indices, View2<float> distances) const {
+    float* shared = ctx.shared<float>();
+    const int nb = grid.binned_dims;
+    const int64_t point_stride = sorted_points.extent[0] / grid.dims;
+    const int64_t cells = starts.extent[0] - 1;
+    for (int64_t cell : uniform_groups(ctx, cells)) {
+      const int64_t first = starts[cell], last = starts[cell + 1];
       const int64_t event_base = cell - cell % grid.event_cells;
-      const int64_t local = cell - event_base;
-      const int32_t c[3] = {static_cast<int32_t>(local % grid.bins[0]),
-                            static_cast<int32_t>(local / grid.bins[0] % grid.bins[1]),
-                            static_cast<int32_t>(local / (int64_t(grid.bins[0]) * grid.bins[1]))};
-      for (int32_t r = 0;; ++r) {
-        const int32_t z_lo = math::max(c[2] - r, 0), z_hi = math::min(c[2] + r, grid.bins[2] - 1);
-        const int32_t y_lo = math::max(c[1] - r, 0), y_hi = math::min(c[1] + r, grid.bins[1] - 1);
-        const int32_t x_lo = math::max(c[0] - r, 0), x_hi = math::min(c[0] + r, grid.bins[0] - 1);
-        for (int32_t z = z_lo; z <= z_hi; ++z) {
-          const float dz = cell_gap(grid, q.coords, 2, z);
-          for (int32_t y = y_lo; y <= y_hi; ++y) {
-            // Prune by the row's distance in y and z (valid while `worst` only shrinks).
-            const float dy = cell_gap(grid, q.coords, 1, y);
-            const float row_bound = dz * dz + dy * dy;
-            if (row_bound * 0.9999f > worst) continue;
-            const int64_t row = event_base + (int64_t(z) * grid.bins[1] + y) * grid.bins[0];
-            if (z == c[2] - r || z == c[2] + r || y == c[1] - r || y == c[1] + r) {
-              // On a face of the shell: one contiguous run of cells in x, trimmed to the
-              // cells that can still hold a point within `worst`.
-              int32_t a = x_lo, b = x_hi;
-              if (worst < math::infinity()) {
-                const float reach =
-                    math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
-                const float lo = (q.coords[0] - reach - grid.origin[0]) * grid.inv_width;
-                const float hi = (q.coords[0] + reach - grid.origin[0]) * grid.inv_width;
-                a = math::max(a, static_cast<int32_t>(math::max(lo, -1.0f)));
-                b = math::min(b, static_cast<int32_t>(math::min(hi, float(grid.bins[0]))));
-              }
-              if (a <= b) scan(q, starts[row + a], starts[row + b + 1], heap, worst, worst_index);
-            } else {
-              for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
-                const int32_t x = side == 0 ? c[0] - r : c[0] + r;
-                if (x < 0 || x >= grid.bins[0]) continue;
-                const float dx = cell_gap(grid, q.coords, 0, x);
-                if ((row_bound + dx * dx) * 0.9999f > worst) continue;
-                scan(q, starts[row + x], starts[row + x + 1], heap, worst, worst_index);
+      int32_t c[kKnnMaxBinnedDims];  // the group's cell per binned dimension
+      for (int b = 0; b < nb; ++b) {
+        c[b] = static_cast<int32_t>((cell - event_base) / grid.stride[b] % grid.bins[b]);
+      }
+      for (int64_t chunk = first; chunk < last; chunk += ctx.group_size()) {
+        const int64_t queries = math::min<int64_t>(ctx.group_size(), last - chunk);
+        // Shell 0, the group's own cell: the first K-1 other points fill the heap as they come
+        // (one heapify instead of K-1 insertions), the rest of the cell goes through it.
+        for (int64_t e : group_elements(ctx, queries)) {
+          const HeapRow heap = heap_row(indices, distances, sorted_index[chunk + e], k);
+          if (k == 1) continue;
+          const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
+          const int32_t rest = fill(q, int32_t(first), int32_t(last), heap);
+          float worst = heap.d(0);
+          int32_t worst_index = heap.i(0);
+          scan(q, rest, int32_t(last), heap, worst, worst_index);
+        }
+        if (k == 1) continue;
+        float group_worst = math::infinity();
+        int32_t v[kKnnMaxBinnedDims], lo[kKnnMaxBinnedDims], hi[kKnnMaxBinnedDims];
+        int32_t step[kKnnMaxBinnedDims];
+        for (int32_t r = 0;; ++r) {
+          bool covers = true;
+          for (int b = 0; b < nb; ++b) {
+            lo[b] = math::max(c[b] - r, 0);
+            hi[b] = math::min(c[b] + r, grid.bins[b] - 1);
+            covers = covers && lo[b] == 0 && hi[b] == grid.bins[b] - 1;
+          }
+          // Rows of shell r: an odometer over binned dimensions 1..B-1 (dimension 1 fastest).
+          // Offsets from the group's cell in the order 0, -1, +1, -2, +2, ...: near rows first,
+          // so the K-th distances shrink early and later rows fail their tests.
+          for (int b = 1; b < nb; ++b) step[b] = 0;
+          for (bool more = true; more;) {
+            bool inside = true;
+            for (int b = 1; b < nb; ++b) {
+              const int32_t half = (step[b] + 1) / 2;
+              v[b] = c[b] + ((step[b] & 1) != 0 ? -half : half);
+              inside = inside && v[b] >= lo[b] && v[b] <= hi[b];
+            }
+            bool face = r == 0;
+            float box_bound = 0.0f;
+            int64_t row = event_base;
+            for (int b = 1; b < nb; ++b) {
+              face = face || v[b] == c[b] - r || v[b] == c[b] + r;
+              const float g = cell_box_gap(grid, c[b], v[b]);
+              box_bound += g * g;
+              row += int64_t(v[b]) * grid.stride[b];
+            }
+            if (!face) {  // only the two end cells of dimension 0, at least r - 1 cells away
+              const float g = cell_box_gap(grid, 0, r);
+              box_bound += g * g;
+            }
+            if (inside && r > 0 && box_bound * 0.9999f <= group_worst) {
+              for (int64_t e : group_elements(ctx, queries)) {
+                // The query's distance to the row from its binned coordinates alone, before
+                // anything else is loaded: most rows end here.
+                const int64_t position = chunk + e;
+                const HeapRow heap = heap_of(indices, distances, sorted_index[position], k);
+                float row_bound = 0.0f;
+                for (int b = 1; b < nb; ++b) {
+                  const float x = sorted_points[grid.dim[b] * point_stride + position];
+                  const float g = cell_gap(grid, x, b, v[b]);
+                  row_bound += g * g;
+                }
+                if (row_bound * 0.9999f > heap.d(0)) continue;
+                search_row(grid, load_query(grid, sorted_points, sorted_index, position), heap,
+                           starts, row, row_bound, c, lo, hi, r, face);
               }
             }
+            more = false;
+            for (int b = 1; b < nb; ++b) {
+              if (++step[b] <= 2 * r) {
+                more = true;
+                break;
+              }
+              step[b] = 0;
+            }
           }
+          if (covers) break;
+          // Does any query need shell r + 1? And the group's largest K-th distance.
+          for (int64_t e : group_elements(ctx, 2)) shared[e] = 0.0f;
+          ctx.sync();
+          for (int64_t e : group_elements(ctx, queries)) {
+            const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
+            const float worst = heap_of(indices, distances, sorted_index[chunk + e], k).d(0);
+            float gap = math::infinity();
+            for (int b = 0; b < nb; ++b) {
+              const float x = q.coords[grid.dim[b]];
+              if (c[b] - r > 0) {
+                gap = math::min(gap, x - (grid.origin[b] + float(c[b] - r) * grid.width));
+              }
+              if (c[b] + r < grid.bins[b] - 1) {
+                gap = math::min(gap, grid.origin[b] + float(c[b] + r + 1) * grid.width - x);
+              }
+            }
+            gap -= grid.margin;
+            // 1e-4 covers the rounding of the float distances of the points outside the box.
+            if (!(worst < math::infinity() && gap > 0.0f && gap * gap * 0.9999f > worst)) {
+              shared[1] = 1.0f;  // every writer stores the same value
+            }
+            ctx.atomic_max(&shared[0], worst);
+          }
+          ctx.sync();
+          const bool next = shared[1] != 0.0f;
+          group_worst = shared[0];
+          ctx.sync();  // shared is rewritten after the next shell
+          if (!next) break;
         }
-        float gap = math::infinity();
-        for (int b = 0; b < grid.binned_dims; ++b) {
-          if (c[b] - r > 0) {
-            gap = math::min(gap, q.coords[b] - (grid.origin[b] + float(c[b] - r) * grid.width));
-          }
-          if (c[b] + r < grid.bins[b] - 1) {
-            gap = math::min(gap, grid.origin[b] + float(c[b] + r + 1) * grid.width - q.coords[b]);
-          }
+        for (int64_t e : group_elements(ctx, queries)) {
+          heap_of(indices, distances, sorted_index[chunk + e], k).finish();
         }
-        if (!(gap < math::infinity())) break;  // the box covers the whole event
-        gap -= grid.margin;
-        // 1e-4 covers the rounding of the float distances of the points outside the box.
-        if (worst < math::infinity() && gap > 0.0f && gap * gap * 0.9999f > worst) break;
       }
-      heap.finish();
+    }
+  }
+
+  // One row of shell r for one query: the whole run of dimension 0 trimmed to the cells within
+  // the query's K-th distance (face rows), or its two end cells.
+  // Narrows the run [a, e] of dimension-0 cells to those within the K-th distance `worst` of a
+  // query at x0 whose distance to the row along the other binned dimensions is row_bound.
+  KAAS_DEVICE static void trim(const KnnGrid& grid, float x0, float worst, float row_bound,
+                               int32_t& a, int32_t& e) {
+    if (!(worst < math::infinity())) return;
+    const float reach = math::sqrt(math::max(worst - row_bound, 0.0f)) * 1.0001f + grid.margin;
+    const float from = (x0 - reach - grid.origin[0]) * grid.inv_width;
+    const float to = (x0 + reach - grid.origin[0]) * grid.inv_width;
+    a = math::max(a, static_cast<int32_t>(math::max(from, -1.0f)));
+    e = math::min(e, static_cast<int32_t>(math::min(to, float(grid.bins[0]))));
+  }
+
+  // row_bound: the query's squared distance to the row along binned dimensions 1..B-1.
+  KAAS_DEVICE static void search_row(const KnnGrid& grid, const Query& q, const HeapRow& heap,
+                                     View1<const int32_t> starts, int64_t row, float row_bound,
+                                     const int32_t* c, const int32_t* lo, const int32_t* hi,
+                                     int32_t r, bool face) {
+    float worst = heap.d(0);
+    int32_t worst_index = heap.i(0);
+    const float x0 = q.coords[grid.dim[0]];
+    if (face) {
+      int32_t a = lo[0], e = hi[0];
+      trim(grid, x0, worst, row_bound, a, e);
+      if (a <= e) scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
+      return;
+    }
+    for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
+      const int32_t cx = side == 0 ? c[0] - r : c[0] + r;
+      if (cx < 0 || cx >= grid.bins[0]) continue;
+      const float dx = cell_gap(grid, x0, 0, cx);
+      if ((row_bound + dx * dx) * 0.9999f > worst) continue;
+      scan(q, starts[row + cx], starts[row + cx + 1], heap, worst, worst_index);
     }
   }
 };
@@ -373,6 +589,10 @@ void with_dims(int64_t dims, F&& f) {
       return f(Kernel<4>{});
     case 6:
       return f(Kernel<6>{});
+    case 8:
+      return f(Kernel<8>{});
+    case 16:
+      return f(Kernel<16>{});
     default:
       return f(Kernel<0>{});
   }
@@ -392,9 +612,9 @@ void knn_brute_force_launch(const Queue& queue, View2<const float> points,
                             View2<int32_t> indices, View2<float> distances, int group_size) {
   const int64_t dims = points.extent[1];
   const size_t max_shared = queue.backend().launch_limits(queue.device()).max_shared_bytes;
-  // Up to 1024 points per tile, as many as fit in shared memory.
-  const int tile = static_cast<int>(
-      math::max<int64_t>(1, math::min<int64_t>(1024, int64_t(max_shared / (dims * 4)))));
+  // Up to 1024 points per tile, as many as fit in shared memory, a multiple of the block.
+  const int64_t fit = math::min<int64_t>(1024, int64_t(max_shared / (dims * 4)));
+  const int tile = static_cast<int>(math::max<int64_t>(kKnnBlock, fit / kKnnBlock * kKnnBlock));
   const int64_t groups = grid_groups(queue, blocks.extent[0]);
   with_dims<BruteForceKernel>(dims, [&](auto kernel) {
     launch(queue, groups, group_size, size_t(tile) * dims * sizeof(float), kernel, points,
@@ -421,15 +641,13 @@ void knn_bin_scatter_launch(const Queue& queue, View2<const float> points,
 }
 
 void knn_binned_search_launch(const Queue& queue, KnnGrid grid, View1<const float> sorted_points,
-                              View1<const int32_t> sorted_index, View1<const int32_t> cell_of,
-                              View1<const int32_t> starts, int k, View2<int32_t> indices,
-                              View2<float> distances, int group_size) {
+                              View1<const int32_t> sorted_index, View1<const int32_t> starts, int k,
+                              View2<int32_t> indices, View2<float> distances, int group_size) {
   const int size = search_group_size(group_size);
-  const int64_t dims = grid.dims;
-  const int64_t groups = element_grid(queue, sorted_index.extent[0], size);
-  with_dims<BinnedSearchKernel>(dims, [&](auto kernel) {
-    launch(queue, groups, size, 0, kernel, grid, sorted_points, sorted_index, cell_of, starts, k,
-           indices, distances);
+  const int64_t groups = grid_groups(queue, starts.extent[0] - 1);
+  with_dims<BinnedSearchKernel>(grid.dims, [&](auto kernel) {
+    launch(queue, groups, size, 2 * sizeof(float), kernel, grid, sorted_points, sorted_index,
+           starts, k, indices, distances);
   });
 }
 

@@ -8,9 +8,11 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cases/knn_cases.h"
+#include "kaas/backends/backend.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
 #include "tests/support/kernel_cases.h"
@@ -181,6 +183,86 @@ TEST_P(KnnTest, GroupSizesAndAutoGiveTheSameRows) {
   }
 }
 
+// The binned grid bins up to kKnnMaxBinnedDims coordinates, those of largest spread: every D
+// (the compile-time and the run-time instantiations), constant coordinates, and clusters much
+// denser than a cell (more queries per cell than a group) give the brute-force rows.
+TEST_P(KnnTest, BinnedMatchesBruteForceInEveryDimension) {
+  Queue queue(*GetParam());
+  const bool emu = queue.backend().id() == BackendId::kGpuEmu;
+  const std::vector<int64_t> sizes =
+      emu ? std::vector<int64_t>{150, 0, 90} : std::vector<int64_t>{1500, 0, 7, 700};
+  for (int64_t dims : {1, 2, 5, 8, 12, 16}) {
+    for (Shape shape : {Shape::kUniform, Shape::kClustered}) {
+      PointSet set = make_points(shape, dims, sizes, uint32_t(300 + dims));
+      // Coordinate 0 constant: the grid must bin the others.
+      if (dims > 1) {
+        for (int64_t p = 0; p < set.size(); ++p) set.coords[size_t(p * dims)] = 0.25f;
+      }
+      if (!affordable(queue.backend(), knn_handoffs(set.size(), 8) * 2)) continue;
+      const LaunchConfig config{emu ? 32 : 0, 0};
+      expect_same(
+          run_knn(queue, set, 8, KnnMethod::kBinned, config),
+          run_knn(queue, set, 8, KnnMethod::kBruteForce, config),
+          "D=" + std::to_string(dims) + (shape == Shape::kUniform ? " uniform" : " clustered"));
+    }
+  }
+}
+
+// Output rows inside wider buffers (row strides K + 3): the heaps live in the output rows, so
+// strided rows must give the contiguous result in their first K slots.
+TEST_P(KnnTest, StridedOutputRowsGiveTheContiguousRows) {
+  Queue queue(*GetParam());
+  const PointSet set = make_points(Shape::kClustered, 3, {400, 0, 30}, 21u);
+  const int k = 12, pitch = k + 3;
+  const int64_t n = set.size();
+  for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kBruteForce}) {
+    const KnnResult want = run_knn(queue, set, k, method);
+    GuardedArray<float> points(queue, set.coords);
+    GuardedArray<int64_t> splits(queue, set.splits);
+    GuardedArray<int32_t> indices(queue, size_t(n * pitch));
+    GuardedArray<float> distances(queue, size_t(n * pitch));
+    View2<int32_t> index_rows = make_view<2>(indices.view().data, {n, int64_t(k)});
+    View2<float> distance_rows = make_view<2>(distances.view().data, {n, int64_t(k)});
+    index_rows.stride[0] = distance_rows.stride[0] = pitch;
+    knn(queue, make_view<2>(points.const_view().data, {n, set.dims}), splits.const_view(), k,
+        index_rows, distance_rows, method);
+    const std::vector<int32_t> got_indices = indices.read();
+    const std::vector<float> got_distances = distances.read();
+    KnnResult got;
+    for (int64_t q = 0; q < n; ++q) {
+      for (int s = 0; s < k; ++s) {
+        got.indices.push_back(got_indices[size_t(q * pitch + s)]);
+        got.distances.push_back(got_distances[size_t(q * pitch + s)]);
+      }
+      // The slots past K are not ours: still the poison the array was filled with.
+      for (int s = k; s < pitch; ++s) {
+        EXPECT_TRUE(same_bits(got_indices[size_t(q * pitch + s)], poison_value<int32_t>()));
+      }
+    }
+    expect_same(got, want, method_name(method));
+  }
+}
+
+// The emulated GPU runs the group-per-cell search with real barriers and shared memory: its
+// rows equal the serial backend's bit for bit.
+TEST(KnnGpuEmu, BinnedRowsEqualSerialBitForBit) {
+  const Backend *emu = nullptr, *serial = nullptr;
+  for (const Backend* b : compiled_backends()) {
+    if (b->name() == std::string_view("gpu_emu")) emu = b;
+    if (b->name() == std::string_view("serial")) serial = b;
+  }
+  if (!emu || !serial) GTEST_SKIP() << "gpu_emu or serial not compiled in";
+  Queue emu_queue(*emu), serial_queue(*serial);
+  for (int64_t dims : {3, 6, 9}) {
+    const PointSet set = make_points(Shape::kClustered, dims, {160, 3, 0, 120}, uint32_t(dims));
+    for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kBruteForce}) {
+      expect_same(run_knn(emu_queue, set, 16, method, {32, 0}),
+                  run_knn(serial_queue, set, 16, method),
+                  "D=" + std::to_string(dims) + " " + method_name(method));
+    }
+  }
+}
+
 TEST_P(KnnTest, EmptyInput) {
   Queue queue(*GetParam());
   PointSet set;
@@ -191,10 +273,13 @@ TEST_P(KnnTest, EmptyInput) {
   }
 }
 
-TEST(KnnAuto, PicksBinnedForLowDimensionalLargeEvents) {
+// The measured thresholds of knn.cc: binned above 48 points per event, in every dimension.
+TEST(KnnAuto, PicksBinnedAboveFortyEightPointsPerEvent) {
   EXPECT_EQ(knn_auto_method(3, 10000), KnnMethod::kBinned);
-  EXPECT_EQ(knn_auto_method(3, 100), KnnMethod::kBruteForce);
-  EXPECT_EQ(knn_auto_method(16, 10000), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(3, 49), KnnMethod::kBinned);
+  EXPECT_EQ(knn_auto_method(3, 48), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(2, 1), KnnMethod::kBruteForce);
+  EXPECT_EQ(knn_auto_method(16, 10000), KnnMethod::kBinned);
 }
 
 // Calls knn on n points of dims coordinates with the given splits and k (outputs sized to the
