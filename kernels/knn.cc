@@ -180,6 +180,8 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
       ++spread_dims;
     }
   }
+  // Coordinates without spread (sorted last) would only add one-cell dimensions to every walk.
+  grid.binned_dims = std::max(1, spread_dims);
   // Total cells stay within int32 and at most one per point (plus one per event), which keeps
   // the workspace bound of knn.h.
   const double max_cells =
@@ -216,9 +218,10 @@ detail::KnnGrid make_grid(const std::vector<float>& bounds, int64_t dims, int64_
 
 // Points on tracks and showers fill a small part of their bounding box, so cells sized for the
 // box hold many more points than the target. After counting, the population a point sees in
-// its own cell (sum of count^2 / N) is compared with the target; while it is more than twice
-// the target the cells shrink by the B-th root of the ratio (at most kMaxRefinements times,
-// and never past one cell per point). Uniform points stay at the first grid (Poisson: mean + 1).
+// its own cell (sum of count^2 / N) is compared with the target; while it is more than 1.25
+// times the target the cells shrink by the B-th root of the ratio (at most kMaxRefinements
+// times, never past one cell per point, and not again once the grid stops changing). Uniform
+// points stay at the first grid (Poisson: mean + 1).
 constexpr int kMaxRefinements = 5;
 
 void launch_binned(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits,
@@ -235,6 +238,7 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   int64_t cells = 0;
   DeviceBuffer<int32_t> starts;
   double width_scale = 1.0;
+  int64_t previous_cells = -1;
   for (int refinement = 0;; ++refinement) {
     grid = make_grid(bounds, dims, n, events, nonempty, k, width_scale);
     cells = events * grid.event_cells;
@@ -243,7 +247,8 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
       KAAS_RETURN_LAUNCH(queue, knn_bin_count_launch, queue, points, row_splits, grid,
                          cell_of.view(), slot.view(), starts.view());
     }();
-    if (refinement == kMaxRefinements || cells >= n) break;
+    if (refinement == kMaxRefinements || cells >= n || cells == previous_cells) break;
+    previous_cells = cells;
     const std::vector<int32_t> counts = to_host(queue, make_view(starts.data(), cells));
     double seen = 0;  // sum over points of their own cell's population
     for (int32_t c : counts) seen += double(c) * double(c);

@@ -28,10 +28,11 @@
 // Candidates are compared 16 at a time (one SIMD compare skips a block that cannot enter); each
 // query keeps a bounded max-heap of its K-1 best candidates in its own output row.
 //
-// Workspace of kBinned: 16 N + 4 N D + 4 E bytes + 64 D (cell, slot-in-cell, cell starts with at
-// most N + E cells, dimension-major coordinates, original indices) plus the scan's few bytes
-// per cell group: within twice the input (4 N D + 8 (E + 1)) plus the output (8 N K) whenever
-// D + 2K >= 4. kBruteForce: the block table (16 bytes per block of queries).
+// Workspace of kBinned: 16 N + 4 N D + 4 E bytes, plus 64 D + 4 of padding (cell, slot-in-cell,
+// cell starts with at most N + E cells, dimension-major coordinates, original indices) and the
+// scan's few bytes per cell group: within twice the input (4 N D + 8 (E + 1)) plus the output
+// (8 N K) whenever D + 2K >= 4, apart from the padding. kBruteForce: the block table (16 bytes
+// per block of queries).
 //
 // Validation synchronises the queue: row_splits (a small array) is copied to the host, and a
 // device kernel looks for a non-finite coordinate whose result is read back before anything

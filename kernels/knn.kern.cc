@@ -278,10 +278,12 @@ struct CountKernel {
     for (int64_t p : uniform_elements(ctx, points.extent[0])) {
       int64_t local = 0;
       for (int b = 0; b < grid.binned_dims; ++b) {
-        // Clamp in float before converting: the cell of the maximum is the last one.
+        // The cell of the maximum is the last one. Clamped as an integer: bins - 1 need not be
+        // a float (above 2^24), while f, at most about bins, converts safely.
         const float f = (points(p, grid.dim[b]) - grid.origin[b]) * grid.inv_width;
-        const float c = math::min(math::max(f, 0.0f), static_cast<float>(grid.bins[b] - 1));
-        local += static_cast<int64_t>(c) * grid.stride[b];
+        const int64_t c =
+            math::min<int64_t>(static_cast<int64_t>(math::max(f, 0.0f)), grid.bins[b] - 1);
+        local += c * grid.stride[b];
       }
       const int64_t cell = event_of(row_splits, p) * grid.event_cells + local;
       cell_of[p] = static_cast<int32_t>(cell);
@@ -438,7 +440,7 @@ struct BinnedSearchKernel {
         if (k == 1) continue;
         float group_worst = math::infinity();
         int32_t v[kKnnMaxBinnedDims], lo[kKnnMaxBinnedDims], hi[kKnnMaxBinnedDims];
-        int32_t step[kKnnMaxBinnedDims];
+        int32_t step[kKnnMaxBinnedDims], last_step[kKnnMaxBinnedDims];
         for (int32_t r = 0;; ++r) {
           bool covers = true;
           for (int b = 0; b < nb; ++b) {
@@ -449,7 +451,13 @@ struct BinnedSearchKernel {
           // Rows of shell r: an odometer over binned dimensions 1..B-1 (dimension 1 fastest).
           // Offsets from the group's cell in the order 0, -1, +1, -2, +2, ...: near rows first,
           // so the K-th distances shrink early and later rows fail their tests.
-          for (int b = 1; b < nb; ++b) step[b] = 0;
+          // Per dimension only the offsets inside [lo, hi]: the centre-out sequence stops at
+          // the larger of the two clipped reaches (long thin grids would otherwise walk
+          // (2r + 1)^(B-1) rows to find a few).
+          for (int b = 1; b < nb; ++b) {
+            step[b] = 0;
+            last_step[b] = 2 * math::max(c[b] - lo[b], hi[b] - c[b]);
+          }
           for (bool more = true; more;) {
             bool inside = true;
             for (int b = 1; b < nb; ++b) {
@@ -489,7 +497,7 @@ struct BinnedSearchKernel {
             }
             more = false;
             for (int b = 1; b < nb; ++b) {
-              if (++step[b] <= 2 * r) {
+              if (++step[b] <= last_step[b]) {
                 more = true;
                 break;
               }

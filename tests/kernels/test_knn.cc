@@ -208,6 +208,30 @@ TEST_P(KnnTest, BinnedMatchesBruteForceInEveryDimension) {
   }
 }
 
+// A long thin event (a track: thousands of cells along x, a few across) with one hit far off
+// the track: the outlier's group walks hundreds of shells, each clipped to the few rows that
+// exist (a walk over every offset would take (2r + 1)^2 rows per shell).
+TEST_P(KnnTest, LongThinEventWithAnOutlier) {
+  Queue queue(*GetParam());
+  const bool emu = queue.backend().id() == BackendId::kGpuEmu;
+  const int64_t n = emu ? 400 : 2000;
+  PointSet set;
+  set.dims = 3;
+  set.splits = {0, n + 1};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> along(0.0f, 1000.0f), across(0.0f, 0.5f);
+  for (int64_t p = 0; p < n; ++p) {
+    set.coords.insert(set.coords.end(), {along(rng), across(rng), across(rng)});
+  }
+  set.coords.insert(set.coords.end(), {500.0f, 400.0f, 0.25f});  // the outlier
+  const LaunchConfig config{emu ? 32 : 0, 0};
+  const KnnResult binned = run_knn(queue, set, 8, KnnMethod::kBinned, config);
+  expect_same(binned, run_knn(queue, set, 8, KnnMethod::kBruteForce, config), "track + outlier");
+  cases::Checker checker;
+  cases::check_knn_float(set, 8, binned, checker);
+  EXPECT_EQ(checker.result().wrong, 0) << checker.result().first_wrong;
+}
+
 // Output rows inside wider buffers (row strides K + 3): the heaps live in the output rows, so
 // strided rows must give the contiguous result in their first K slots.
 TEST_P(KnnTest, StridedOutputRowsGiveTheContiguousRows) {
