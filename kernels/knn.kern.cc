@@ -14,22 +14,9 @@ using detail::KnnGrid;
 // Heap slot that no real point can beat: +inf distance and the largest index.
 constexpr int32_t kNoIndex = 2147483647;
 
-// Squared L2 distance, summed over d in order (the contract of knn.h). kDims > 0 fixes D at
-// compile time so the query stays in registers; 0 reads it at run time.
-template <int kDims>
-KAAS_DEVICE inline float squared_distance(const float* q, const float* p, int dims) {
-  const int n = kDims > 0 ? kDims : dims;
-  float sum = 0.0f;
-  for (int d = 0; d < n; ++d) {
-    const float t = p[d] - q[d];
-    sum += t * t;
-  }
-  return sum;
-}
-
 // Candidates are compared kKnnBlock at a time: coordinate d of candidate j sits at
 // base[d * stride + j] (dimension-major), so the loop over j is one SIMD operation per
-// coordinate on a CPU (the same expression and order as squared_distance, hence the same
+// coordinate on a CPU (squared L2 summed over d in order, the contract of knn.h, hence the same
 // bits) and unrolls into registers on a GPU.
 using detail::kKnnBlock;
 
@@ -218,7 +205,7 @@ struct BruteForceKernel {
           const int64_t q = first_query + e;
           float query[kDims > 0 ? kDims : kKnnMaxDims];
           for (int d = 0; d < dims; ++d) query[d] = points(q, d);
-          const HeapRow heap = heap_row(indices, distances, q, k);
+          const HeapRow heap = heap_of(indices, distances, q, k);
           // The heap survives the sync() in global memory; its worst entry is re-read here.
           float worst = heap.d(0);
           int32_t worst_index = heap.i(0);
@@ -239,7 +226,7 @@ struct BruteForceKernel {
         ctx.sync();  // the tile is overwritten next
       }
       for (int64_t e : group_elements(ctx, queries)) {
-        heap_row(indices, distances, first_query + e, k).finish();
+        heap_of(indices, distances, first_query + e, k).finish();
       }
     }
   }
