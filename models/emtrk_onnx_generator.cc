@@ -1,12 +1,15 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <vector>
 
 #include "kaas/common/error.h"
+#include "kaas/models/npy.h"
 
 namespace kaas::models {
 
@@ -18,9 +21,9 @@ constexpr int64_t kFlat = kConvOut * kConvOut * kFilters;  // 92,928
 // Weights from a fixed generator with a specified algorithm (mt19937's raw output is fixed by
 // the standard; the <random> distributions are not), uniform in +-sqrt(6 / (fan_in + fan_out))
 // (Glorot) so activations keep a sensible scale through the network.
-class WeightSource {
+class WeightGenerator {
  public:
-  explicit WeightSource(uint32_t seed) : engine_(seed) {}
+  explicit WeightGenerator(uint32_t seed) : engine_(seed) {}
   std::vector<float> glorot(int64_t count, int64_t fan_in, int64_t fan_out) {
     const double limit = std::sqrt(6.0 / double(fan_in + fan_out));
     std::vector<float> values(static_cast<size_t>(count));
@@ -39,6 +42,51 @@ class WeightSource {
 
  private:
   std::mt19937 engine_;
+};
+
+// Each initializer either generated or read from <weights_dir>/<name with '/' as '_'>.npy.
+class WeightSource {
+ public:
+  explicit WeightSource(const EmTrkGeneratorOptions& options)
+      : generator_(options.seed), dir_(options.weights_dir) {}
+  bool trained() const { return !dir_.empty(); }
+
+  std::vector<float> kernel(const std::string& name, const std::vector<int64_t>& dims,
+                            int64_t fan_in, int64_t fan_out) {
+    if (trained()) return load(name, dims);
+    return generator_.glorot(element_count(dims), fan_in, fan_out);
+  }
+  std::vector<float> bias(const std::string& name, int64_t count) {
+    if (trained()) return load(name, {count});
+    return generator_.small_bias(count);
+  }
+
+ private:
+  static int64_t element_count(const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  std::vector<float> load(const std::string& name, const std::vector<int64_t>& dims) {
+    std::string file = name;
+    std::replace(file.begin(), file.end(), '/', '_');
+    const auto path = dir_ / (file + ".npy");
+    const HostTensor t = read_npy(path, name);
+    auto shape_text = [](const std::vector<int64_t>& shape) {
+      std::string text;
+      for (int64_t d : shape) text += (text.empty() ? "[" : ", ") + std::to_string(d);
+      return text + "]";
+    };
+    if (t.dtype != DataType::kFloat32 || t.shape != dims)
+      throw Error(ErrorCode::kInvalidArgument,
+                  path.string() + ": expected FP32 " + shape_text(dims) + ", found " +
+                      std::string(triton_name(t.dtype)) + " " + shape_text(t.shape));
+    const auto values = t.values<float>();
+    return {values.begin(), values.end()};
+  }
+
+  WeightGenerator generator_;
+  std::filesystem::path dir_;
 };
 
 void add_initializer(onnx::GraphProto& graph, const std::string& name, std::vector<int64_t> dims,
@@ -90,15 +138,25 @@ void add_value_info(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* li
   }
 }
 
-// A dense layer: Gemm(x, W [in, out], b) (Keras) or Gemm(x, W^T [out, in], b, transB=1) (PyTorch).
-void add_dense(onnx::GraphProto& graph, WeightSource& weights, EmTrkGraphStyle style,
-               const std::string& name, const std::string& input, const std::string& output,
-               int64_t in, int64_t out) {
-  const auto w = weights.glorot(in * out, in, out);
-  const auto b = weights.small_bias(out);
+// A dense layer: Gemm(x, W [in, out], b) (Keras) or Gemm(x, W^T [out, in], b, transB=1)
+// (PyTorch). `pytorch_rows` maps a PyTorch input position to its Keras row (the flatten orders
+// differ); trained [in, out] kernels are rearranged with it, generated ones are used as drawn.
+void add_dense(
+    onnx::GraphProto& graph, WeightSource& weights, EmTrkGraphStyle style, const std::string& name,
+    const std::string& input, const std::string& output, int64_t in, int64_t out,
+    const std::function<int64_t(int64_t)>& pytorch_rows = [](int64_t i) { return i; }) {
+  auto w = weights.kernel(name + "/kernel", {in, out}, in, out);
+  const auto b = weights.bias(name + "/bias", out);
   if (style == EmTrkGraphStyle::kKeras) {
     add_initializer(graph, name + "/kernel", {in, out}, w);
   } else {
+    if (weights.trained()) {
+      std::vector<float> transposed(w.size());
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o)
+          transposed[size_t(o * in + i)] = w[size_t(pytorch_rows(i) * out + o)];
+      w = std::move(transposed);
+    }
     add_initializer(graph, name + "/kernel", {out, in}, w);
   }
   add_initializer(graph, name + "/bias", {out}, b);
@@ -114,23 +172,26 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   model.set_producer_name("kaas");
   model.set_producer_version("0.1");
   model.set_doc_string(
-      "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), generated "
-      "weights; graph and names as in production");
+      options.weights_dir.empty()
+          ? "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), generated "
+            "weights; graph and names as in production"
+          : "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), weights from " +
+                options.weights_dir.string() + "; graph and names as in production");
   auto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(13);
   auto& graph = *model.mutable_graph();
   graph.set_name("emtrkmichelid");
-  WeightSource weights(options.seed);
+  WeightSource weights(options);
   const bool keras = options.style == EmTrkGraphStyle::kKeras;
 
   add_value_info(graph.mutable_input(), "main_input",
                  keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
                        : std::vector<int64_t>{-1, 1, kPatch, kPatch});
   add_initializer(graph, "conv2d/kernel", {kFilters, 1, kKernel, kKernel},
-                  weights.glorot(kFilters * kKernel * kKernel, kKernel * kKernel,
-                                 kFilters * kKernel * kKernel));
-  add_initializer(graph, "conv2d/bias", {kFilters}, weights.small_bias(kFilters));
+                  weights.kernel("conv2d/kernel", {kFilters, 1, kKernel, kKernel},
+                                 kKernel * kKernel, kFilters * kKernel * kKernel));
+  add_initializer(graph, "conv2d/bias", {kFilters}, weights.bias("conv2d/bias", kFilters));
   std::string x = "main_input";
   if (keras) {  // ONNX Conv is NCHW: Keras exports wrap it in Transposes
     add_ints(add_node(graph, "Transpose", "conv2d/to_nchw", {x}, {"conv2d/input_nchw"}), "perm",
@@ -151,8 +212,12 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
     x = "dropout/Identity:0";
   }
   add_int(add_node(graph, "Flatten", "flatten", {x}, {"flatten/Reshape:0"}), "axis", 1);
+  // PyTorch flattens NCHW: input c * 44 * 44 + h * 44 + w is Keras row (h * 44 + w) * 48 + c.
   add_dense(graph, weights, options.style, "dense", "flatten/Reshape:0", "dense/BiasAdd:0", kFlat,
-            128);
+            128, [](int64_t i) {
+              const int64_t c = i / (kConvOut * kConvOut), hw = i % (kConvOut * kConvOut);
+              return hw * kFilters + c;
+            });
   add_node(graph, "Relu", "dense/Relu", {"dense/BiasAdd:0"}, {"dense/Relu:0"});
   x = "dense/Relu:0";
   if (keras) {
@@ -197,7 +262,9 @@ void write_emtrk_repository_entry(const std::filesystem::path& repository, const
   }
   const bool keras = options.style == EmTrkGraphStyle::kKeras;
   std::ostringstream config;
-  config << "# EmTrkMichelId patch CNN (kaas-generated weights). Serves in kaas and in Triton.\n"
+  config << "# EmTrkMichelId patch CNN ("
+         << (options.weights_dir.empty() ? "kaas-generated weights" : "trained weights")
+         << "). Serves in kaas and in Triton.\n"
          << "name: \"" << name << "\"\n"
          << "platform: \"onnxruntime_onnx\"\n"
          << "max_batch_size: " << max_batch_size << "\n"

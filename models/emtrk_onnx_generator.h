@@ -24,8 +24,16 @@ inline constexpr int64_t kEmTrkParameters = 11'900'420;
 struct EmTrkGeneratorOptions {
   EmTrkGraphStyle style = EmTrkGraphStyle::kKeras;
   uint32_t seed = 20261122;  // same seed, same bytes, on every machine
+  // Trained weights instead of generated ones: one float32 .npy per initializer, named as in
+  // the graph with '/' as '_' (conv2d_kernel.npy [48, 1, 5, 5], conv2d_bias.npy [48],
+  // dense_kernel.npy [92928, 128] with rows in Keras flatten order (h * 44 + w) * 48 + c,
+  // dense_1_kernel.npy [128, 32], em_trk_none_netout_kernel.npy [32, 3],
+  // michel_netout_kernel.npy [32, 1] and their biases): dense kernels [in, out] as Keras holds
+  // them, for either graph style (the PyTorch style transposes and reorders them).
+  std::filesystem::path weights_dir{};
 };
 
+// Throws kaas::Error naming the file for a missing, malformed or wrongly shaped weight file.
 onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options = {});
 
 // Writes a Triton-layout repository entry: <repository>/<name>/config.pbtxt and

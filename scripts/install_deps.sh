@@ -8,14 +8,15 @@ packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonn
           protobuf-compiler libopenblas-openmp-dev pkg-config
           # kaas-server: gRPC, REST, JSON, Prometheus text format
           libgrpc++-dev protobuf-compiler-grpc libboost-dev libssl-dev zlib1g-dev nlohmann-json3-dev
-          prometheus-cpp-dev)
+          prometheus-cpp-dev
+          # kaas-reco --display (PNG); the toy model's training venv (scripts/train_toy_model.sh)
+          libpng-dev python3-venv python3-pip)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
              libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)
   # kNN: nanoflann peer (bench), scikit-learn / FAISS cross-check and peer (/usr/bin/python3)
   packages+=(libnanoflann-dev python3-numpy python3-sklearn python3-faiss)
   # PyPI test tools (onnxruntime) go into a virtual environment: scripts/python_env.sh
-  packages+=(python3-venv python3-pip)
 fi
 
 missing=()

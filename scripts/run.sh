@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The run command, the main job: installs what is missing, builds kaas (Release, every backend
 # whose compiler is present), self-checks every kernel on every available backend (a table; exit
-# status 1 on any failure), generates the default model repository, starts kaas-server on
-# loopback in the background, runs the reconstruction demo kaas-reco in `both` mode (every event
-# in process and through the server, checked bit for bit) sending images and sending patches,
-# prints the comparison table, and stops the server.
+# status 1 on any failure), trains EmTrkMichelId on toy events once (scripts/train_toy_model.sh;
+# cached in the build tree), generates the default model repository with the trained weights,
+# starts kaas-server on loopback in the background, runs the reconstruction demo kaas-reco in
+# `both` mode (every event in process and through the server, checked bit for bit) sending
+# images and sending patches, prints the comparison table and the truth-matched efficiencies,
+# writes event displays and the benchmark plots, and stops the server.
 #
 # Arguments go to `kaas-info --self-check`. Environment:
 #   KAAS_RUN_EVENTS   toy events (default 3, ~50k hits each)
 #   KAAS_RECO_ARGS    more kaas-reco flags, e.g. "--wires 480 --ticks 3000" for smaller events
 #   KAAS_BUILD_DIR    an already configured build tree to use instead of build/release (CI)
+#   KAAS_MODEL        trained (default) or generated (the deterministic random weights, no
+#                     training and no PyPI download)
+#   KAAS_TRAIN_SMOKE  1: a one-epoch model on 2 small events instead (the test command's run)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
@@ -20,12 +25,27 @@ if [[ -z "${KAAS_BUILD_DIR:-}" ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAAS_BUILD_TESTS=OFF \
     -DKAAS_BUILD_BENCH=OFF > /dev/null
 fi
-cmake --build "$build" -j "$jobs" --target kaas-info kaas-make-repository kaas-server kaas-reco
+cmake --build "$build" -j "$jobs" --target kaas-info kaas-make-repository kaas-server kaas-reco \
+  kaas-toy-patches kaas-make-emtrk-model
 "$build/tools/kaas-info" --self-check "$@"
+
+# EmTrkMichelId trained on toy events (held out: kaas-reco's events use another seed).
+weight_args=()
+trained=""
+case "${KAAS_MODEL:-trained}" in
+  trained)
+    bash scripts/train_toy_model.sh "$build"
+    trained="$build/trained"
+    [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]] && trained="$build/trained-smoke"
+    weight_args=(--emtrk-weights "$trained/weights")
+    ;;
+  generated) ;;
+  *) echo "run.sh: KAAS_MODEL must be trained or generated, not '$KAAS_MODEL'" >&2; exit 2 ;;
+esac
 
 # The default model repository kaas-server serves: emtrkmichelid, michel_from_image, knn.
 models="$build/model_repository"
-"$build/tools/kaas-make-repository" --repository "$models"
+"$build/tools/kaas-make-repository" --repository "$models" "${weight_args[@]}"
 
 log="$(mktemp -t kaas-server.XXXXXX)"
 "$build/server_adapter/kaas-server" --model-repository "$models" --host 127.0.0.1 \
@@ -55,4 +75,11 @@ grpc_port="$(sed -n 's/.*kaas-server: listening host=[^ ]* http=[0-9]* grpc=\([0
 # shellcheck disable=SC2086  # KAAS_RECO_ARGS is a list of flags
 "$build/examples/lartpc/kaas-reco" --mode both --send image,patches \
   --events "${KAAS_RUN_EVENTS:-3}" --server "127.0.0.1:$grpc_port" --repository "$models" \
-  ${KAAS_RECO_ARGS:-}
+  --display "$build/displays" ${KAAS_RECO_ARGS:-}
+
+if [[ -n "$trained" ]]; then
+  echo "training report: $trained/report.json, $trained/loss.png, $trained/confusion.png"
+  if "$build/train-venv/bin/python" bench/plot.py --out "$build/plots" > /dev/null; then
+    echo "benchmark plots (bench/results/*.json): $build/plots/*.png"
+  fi
+fi

@@ -2,7 +2,8 @@
 # The test command: installs what is missing, then builds and tests four configurations:
 #   1. g++ + libgomp, every backend (CUDA sm_80/sm_90 and HIP gfx90a/gfx940 compile and link;
 #      their runtime tests skip without a device), -Werror; the whole ctest suite; then a short
-#      version of the run command (kaas-server + kaas-reco on small events) on that build
+#      version of the run command (a one-epoch training smoke whose exported model must match
+#      the trained network, kaas-server + kaas-reco on small events) on that build
 #      and installs it to a temporary prefix, against which examples/consumer is built and run
 #   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends
 #   3. clang++ + LLVM's OpenMP runtime (libomp), CPU backends, -Werror
@@ -28,8 +29,8 @@ cmake --build build/test-gcc -j "$jobs"
 ctest --test-dir build/test-gcc -j "$jobs" --output-on-failure
 bash scripts/ptxas_summary.sh build/test-gcc
 
-step "the run command, short: server + kaas-reco on 2 small events (build/test-gcc)"
-KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 \
+step "the run command, short: one-epoch training smoke, server + kaas-reco on 2 small events (build/test-gcc)"
+KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 KAAS_TRAIN_SMOKE=1 \
   KAAS_RECO_ARGS="--wires 480 --ticks 3000 --tracks 16 --showers 4" bash scripts/run.sh
 
 step "kaas as a package: install build/test-gcc to a temporary prefix, build examples/consumer against it"

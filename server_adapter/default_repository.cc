@@ -40,8 +40,11 @@ void write_triton_config(const fs::path& root, const std::string& name) {
 
 }  // namespace
 
-void write_default_repository(const fs::path& root, int max_batch_size, RepositoryFlavor flavor) {
-  models::write_emtrk_repository_entry(root, "emtrkmichelid", {}, max_batch_size);
+void write_default_repository(const fs::path& root, int max_batch_size, RepositoryFlavor flavor,
+                              const fs::path& emtrk_weights) {
+  models::EmTrkGeneratorOptions emtrk;
+  emtrk.weights_dir = emtrk_weights;
+  models::write_emtrk_repository_entry(root, "emtrkmichelid", emtrk, max_batch_size);
   fs::create_directories(root / "michel_from_image" / "1");
   fs::copy_file(root / "emtrkmichelid" / "1" / "model.onnx",
                 root / "michel_from_image" / "1" / "model.onnx",

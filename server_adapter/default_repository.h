@@ -16,8 +16,11 @@ enum class RepositoryFlavor {
   kTriton,
 };
 
-// Throws kaas::Error on I/O failure.
+// `emtrk_weights`: a directory of trained EmTrkMichelId weights (.npy, see
+// models/emtrk_onnx_generator.h); empty for the deterministic generated ones. Throws kaas::Error
+// on I/O failure or bad weight files.
 void write_default_repository(const std::filesystem::path& root, int max_batch_size = 1024,
-                              RepositoryFlavor flavor = RepositoryFlavor::kKaasServer);
+                              RepositoryFlavor flavor = RepositoryFlavor::kKaasServer,
+                              const std::filesystem::path& emtrk_weights = {});
 
 }  // namespace kaas::server

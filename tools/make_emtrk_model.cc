@@ -1,5 +1,6 @@
-// kaas-make-emtrk-model: writes the EmTrkMichelId model (deterministic generated weights) into a
-// Triton-layout model repository: <repository>/<name>/config.pbtxt + <name>/1/model.onnx.
+// kaas-make-emtrk-model: writes the EmTrkMichelId model (deterministic generated weights, or
+// trained ones from --weights) into a Triton-layout model repository:
+// <repository>/<name>/config.pbtxt + <name>/1/model.onnx.
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
   app.add_option("--style", style, "keras (NHWC input, as in production) or pytorch (NCHW input)")
       ->check(CLI::IsMember({"keras", "pytorch"}));
   app.add_option("--seed", seed, "weight generator seed");
+  std::string weights_dir;
+  app.add_option("--weights", weights_dir,
+                 "trained weights: a directory of .npy files, one per initializer "
+                 "(scripts/train_toy_model.py writes them)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--max-batch-size", max_batch_size, "max_batch_size in config.pbtxt")
       ->check(CLI::Range(1, 1 << 20));
   std::string example_path;
@@ -34,10 +40,13 @@ int main(int argc, char** argv) {
     options.style = style == "keras" ? kaas::models::EmTrkGraphStyle::kKeras
                                      : kaas::models::EmTrkGraphStyle::kPyTorch;
     options.seed = seed;
+    options.weights_dir = weights_dir;
     kaas::models::write_emtrk_repository_entry(repository, name, options, max_batch_size);
-    std::printf("wrote %s/%s/config.pbtxt and %s/%s/1/model.onnx (%lld parameters)\n",
-                repository.c_str(), name.c_str(), repository.c_str(), name.c_str(),
-                static_cast<long long>(kaas::models::kEmTrkParameters));
+    std::printf(
+        "wrote %s/%s/config.pbtxt and %s/%s/1/model.onnx (%lld parameters, %s)\n",
+        repository.c_str(), name.c_str(), repository.c_str(), name.c_str(),
+        static_cast<long long>(kaas::models::kEmTrkParameters),
+        weights_dir.empty() ? "generated weights" : ("weights from " + weights_dir).c_str());
     if (!example_path.empty()) {
       // ADC-like values in the scaled range -5..15 with a zero (below threshold) background.
       std::mt19937 engine(seed);

@@ -1,6 +1,7 @@
 // kaas-make-repository: writes the default model repository (for kaas-server, or with --for
 // triton for tritonserver with the kaas backend):
-//   emtrkmichelid      the EmTrkMichelId patch CNN (ONNX, dynamic batching)
+//   emtrkmichelid      the EmTrkMichelId patch CNN (ONNX, dynamic batching; generated
+//                      weights, or trained ones with --emtrk-weights)
 //   michel_from_image  image + hits -> per-hit scores (the same CNN in 1/model.onnx)
 //   knn                the built-in kNN model (k = 16)
 
@@ -22,14 +23,22 @@ int main(int argc, char** argv) {
                  "kaas: for kaas-server; triton: for tritonserver with the kaas backend "
                  "(backend \"kaas\" everywhere, inputs and outputs written out)")
       ->check(CLI::IsMember({"kaas", "triton"}));
+  std::string emtrk_weights;
+  app.add_option("--emtrk-weights", emtrk_weights,
+                 "trained EmTrkMichelId weights (.npy per initializer, as "
+                 "scripts/train_toy_model.sh writes them); default: generated weights")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   try {
     kaas::server::write_default_repository(repository, max_batch_size,
                                            target == "triton"
                                                ? kaas::server::RepositoryFlavor::kTriton
-                                               : kaas::server::RepositoryFlavor::kKaasServer);
-    std::printf("wrote %s for %s: emtrkmichelid, michel_from_image, knn\n", repository.c_str(),
-                target.c_str());
+                                               : kaas::server::RepositoryFlavor::kKaasServer,
+                                           emtrk_weights);
+    std::printf(
+        "wrote %s for %s: emtrkmichelid (%s), michel_from_image, knn\n", repository.c_str(),
+        target.c_str(),
+        emtrk_weights.empty() ? "generated weights" : ("weights from " + emtrk_weights).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kaas-make-repository: %s\n", e.what());
     return 1;

@@ -14,9 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 
+#include "examples/lartpc/display.h"
+#include "examples/lartpc/metrics.h"
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/reco_calls.h"
 #include "kaas/backends/backend.h"
@@ -37,7 +40,8 @@ struct Args {
   std::string image_model = "michel_from_image", patch_model = "emtrkmichelid";
   int events = 3, async = 1, retries = 2, deadline_ms = 0;
   bool gzip = false, fallback = false, quiet = false;
-  float cluster_gap = 8.0f;
+  float cluster_gap = 8.0f, michel_threshold = 0.5f;
+  std::string display_dir;
   ToyEventConfig toy;
 };
 
@@ -72,6 +76,11 @@ void add_options(CLI::App& app, Args& args) {
   app.add_flag("--quiet", args.quiet, "no per-event lines");
   app.add_option("--cluster-gap", args.cluster_gap, "largest peak-tick gap inside a cluster")
       ->check(CLI::Range(0.0f, 1e6f));
+  app.add_option("--michel-threshold", args.michel_threshold,
+                 "Michel score above which a hit or cluster counts as Michel")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--display", args.display_dir,
+                 "write event displays here: event<E>_plane<P>.png (truth | prediction)");
   app.add_option("--seed", args.toy.seed, "event seed");
   app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
   app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
@@ -107,6 +116,7 @@ struct Path {
   bool have_stats = false;
   Totals direct_totals, remote_totals;
   double prep_s = 0, prep_cpu_s = 0, aggregate_s = 0;
+  Evaluation evaluation;  // truth-matched, over every answered event
 
   const models::ModelSignature& signature() const {
     return direct ? direct->signature() : remote->signature();
@@ -285,14 +295,17 @@ class Reco {
                        "]: " + std::to_string(w.event->hits.size()) + " hits, " +
                        std::to_string(w.clusters->size()) + " clusters";
     const HitScores* scores = direct ? &*direct : remote ? &*remote : nullptr;
+    std::string truth_line;
     if (scores) {
       cross_check(w, *scores);
-      line += cluster_summary(w, *scores);
+      line += cluster_summary(w, *scores, truth_line);
+      if (!args_.display_dir.empty() && &path == paths_.front().get()) display(w, *scores);
     }
     ++completed_;
     if (!args_.quiet) {
       if (progress_shown_) std::fprintf(stderr, "\r\033[K");
       std::printf("%s%s%s\n", line.c_str(), calls.c_str(), verdict.c_str());
+      if (!truth_line.empty()) std::printf("  truth: %s\n", truth_line.c_str());
       std::fflush(stdout);
     }
     show_progress();
@@ -327,16 +340,21 @@ class Reco {
     }
   }
 
-  // Per-cluster scores (aggregated on the client's backend) -> the event's class counts.
-  std::string cluster_summary(const Work& w, const HitScores& scores) {
+  // Per-cluster scores (aggregated on the client's backend) -> the event's class counts; the
+  // truth-matched figures go to `truth_line` and the path's totals.
+  std::string cluster_summary(const Work& w, const HitScores& scores, std::string& truth_line) {
     const auto start = Clock::now();
     const auto per_cluster = aggregate(queue_, scores.scores, scores.fiducial, *w.clusters);
     w.path->aggregate_s += seconds_since(start);
+    const Evaluation evaluation = evaluate(*w.event, scores.scores, scores.fiducial, *w.clusters,
+                                           per_cluster, args_.michel_threshold);
+    w.path->evaluation += evaluation;
+    truth_line = summary_line(evaluation);
     int64_t by_class[3] = {}, michel = 0;
     for (size_t c = 0; c < w.clusters->size(); ++c) {
       const float* s = &per_cluster[c * 4];
       ++by_class[std::max_element(s, s + 3) - s];
-      michel += s[3] > 0.5f;
+      michel += s[3] > args_.michel_threshold;
     }
     char hash[40];
     std::snprintf(hash, sizeof hash, "; outputs %016llx",
@@ -344,6 +362,20 @@ class Reco {
     return " (track " + std::to_string(by_class[0]) + ", em " + std::to_string(by_class[1]) +
            ", none " + std::to_string(by_class[2]) + "; Michel-like " + std::to_string(michel) +
            ")" + hash;
+  }
+
+  // One display per plane of the event (the first --send path's scores).
+  void display(const Work& w, const HitScores& scores) {
+    namespace fs = std::filesystem;
+    fs::create_directories(args_.display_dir);
+    for (int p = 0; p < int(w.event->planes.size()); ++p) {
+      const fs::path file =
+          fs::path(args_.display_dir) /
+          ("event" + std::to_string(w.event_number) + "_plane" + std::to_string(p) + ".png");
+      write_png(file, render_plane(*w.event, p, scores.scores, scores.fiducial, 6,
+                                   args_.michel_threshold));
+      ++displays_written_;
+    }
   }
 
   // The same event through image and patches: the per-hit scores should agree.
@@ -427,6 +459,17 @@ class Reco {
               ? "identical per-hit outputs on every event"
               : (std::to_string(mismatched_events_) + " events with different outputs").c_str());
     if (lost_events_) std::printf("events without an answer: %d\n", lost_events_);
+    for (auto& path : paths_) {
+      std::printf("\ntruth-matched, %s (%d events; Michel score > %.2f):\n", send_name(path->send),
+                  std::max(path->direct_totals.events, path->remote_totals.events),
+                  double(args_.michel_threshold));
+      std::printf("%s", summary_table(path->evaluation).c_str());
+    }
+    if (displays_written_)
+      std::printf(
+          "\nevent displays: %d PNGs in %s (event<E>_plane<P>.png; wire across, drift time "
+          "down; left truth, right prediction; track blue, em orange, Michel green, none grey)\n",
+          displays_written_, args_.display_dir.c_str());
   }
 
   const Args& args_;
@@ -436,6 +479,7 @@ class Reco {
   std::map<int, HitScores> first_scores_;
   double generate_s_ = 0, cluster_s_ = 0, max_image_patch_diff_ = 0;
   int mismatched_events_ = 0, lost_events_ = 0, image_patch_disagreements_ = 0;
+  int displays_written_ = 0;
   size_t completed_ = 0;
   bool progress_shown_ = false;
   Clock::time_point start_ = Clock::now();

@@ -4,13 +4,16 @@
   - 8 events in flight give the outputs of one at a time;
   - the server killed (SIGKILL) in the middle of a run: retries, then the fallback answers,
     no event is lost and the outputs are those of the clean run;
-  - a too-short deadline is DEADLINE_EXCEEDED; an unknown model is NOT_FOUND at creation.
+  - a too-short deadline is DEADLINE_EXCEEDED; an unknown model is NOT_FOUND at creation;
+  - the truth-matched lines and tables are printed, and --display writes one PNG per plane and
+    event (240 wires: 2 x 240 + 8 pixels wide, 1500 / 6 = 250 rows).
 
 Usage: test_reco.py --reco BIN --server BIN --make-repository BIN
 """
 import argparse
 import pathlib
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -45,8 +48,24 @@ def main():
         server = KaasServer(args.server, args.repository_dir)
         try:
             url = ["--server", server.grpc_url]
-            rc, out, err = reco(args, *url, "--mode", "both", "--send", "image,patches", "--events", "2")
+            displays = pathlib.Path(tmp) / "displays"
+            rc, out, err = reco(args, *url, "--mode", "both", "--send", "image,patches", "--events", "2",
+                                "--display", str(displays))
             print(out, err)
+            check(out.count("\n  truth: hits efficiency/purity: track ") == 4,
+                  "a truth line under every event line")
+            check(all(f"truth-matched, {send} (2 events" in out for send in ("image", "patches")),
+                  "a truth-matched table per path")
+            check(out.count("| hits Michel |") == 2 and out.count("| clusters track |") == 2,
+                  "the tables have hit and cluster rows")
+            pngs = sorted(p.name for p in displays.glob("*.png"))
+            check(pngs == [f"event{e}_plane{p}.png" for e in range(2) for p in range(3)],
+                  f"one display per event and plane: {pngs}")
+            for png in displays.glob("*.png"):
+                head = png.read_bytes()[:24]
+                width, height = struct.unpack(">II", head[16:24])
+                check(head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR" and
+                      (width, height) == (2 * 240 + 8, 250), f"{png.name}: a {width} x {height} PNG")
             outputs = event_outputs(out)
             check(rc == 0, "both mode, image and patches: exit 0")
             check(len(outputs) == 4, "4 event lines (2 events x image, patches)")

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+
+#include "kaas/common/error.h"
+#include "kaas/models/npy.h"
 
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
@@ -65,6 +71,102 @@ TEST(EmTrkModel, GenerationIsDeterministicAndSeeded) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(a.size(), b.size());
+}
+
+// Every initializer of `model` written as <dir>/<name with '/' as '_'>.npy (Keras layout).
+void write_weights(const onnx::ModelProto& model, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  for (const auto& t : model.graph().initializer()) {
+    std::string file = t.name();
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    const auto* values = reinterpret_cast<const float*>(t.raw_data().data());
+    models::write_npy(
+        dir / (file + ".npy"),
+        models::HostTensor::make<float>(t.name(), models::DataType::kFloat32, dims,
+                                        std::span(values, t.raw_data().size() / sizeof(float))));
+  }
+}
+
+class EmTrkWeightsDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kaas_emtrk_weights_" + std::to_string(::getpid()));
+    write_weights(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5}), dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  models::EmTrkGeneratorOptions trained(EmTrkGraphStyle style) const {
+    models::EmTrkGeneratorOptions options;
+    options.style = style;
+    options.weights_dir = dir_;
+    return options;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(EmTrkWeightsDir, KerasModelCarriesTheFilesUnchanged) {
+  const auto generated = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5});
+  const auto loaded = models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
+  ASSERT_EQ(loaded.graph().initializer_size(), generated.graph().initializer_size());
+  for (int i = 0; i < loaded.graph().initializer_size(); ++i) {
+    EXPECT_EQ(loaded.graph().initializer(i).name(), generated.graph().initializer(i).name());
+    EXPECT_EQ(loaded.graph().initializer(i).raw_data(), generated.graph().initializer(i).raw_data())
+        << loaded.graph().initializer(i).name();
+  }
+}
+
+// The PyTorch graph transposes the dense kernels and reorders the first one's rows to the NCHW
+// flatten order: with one input channel NHWC and NCHW patches are the same numbers, so both
+// graphs must give the same outputs.
+TEST_F(EmTrkWeightsDir, PyTorchGraphOfTheSameWeightsGivesTheSameOutputs) {
+  const int64_t batch = 3;
+  const auto patches = random_floats(batch * 48 * 48, 17, -5.0f, 15.0f);
+  models::OnnxModelOptions options;
+  options.max_batch = batch;
+  std::vector<std::vector<float>> outputs;
+  for (auto style : {EmTrkGraphStyle::kKeras, EmTrkGraphStyle::kPyTorch}) {
+    const auto model = models::make_onnx_model(models::generate_emtrk_onnx(trained(style)),
+                                               find_backend("serial"), options);
+    const std::vector<int64_t> shape = style == EmTrkGraphStyle::kKeras
+                                           ? std::vector<int64_t>{batch, 48, 48, 1}
+                                           : std::vector<int64_t>{batch, 1, 48, 48};
+    const auto out = model->run(std::vector{
+        models::HostTensor::make<float>("main_input", models::DataType::kFloat32, shape, patches)});
+    ASSERT_EQ(out.size(), 2u);
+    std::vector<float> both(out[0].values<float>().begin(), out[0].values<float>().end());
+    both.insert(both.end(), out[1].values<float>().begin(), out[1].values<float>().end());
+    outputs.push_back(both);
+  }
+  ASSERT_EQ(outputs[0].size(), size_t(batch * 4));
+  for (size_t i = 0; i < outputs[0].size(); ++i)
+    EXPECT_NEAR(outputs[0][i], outputs[1][i], 1e-5) << i;
+}
+
+TEST_F(EmTrkWeightsDir, AWrongOrMissingFileIsNamed) {
+  models::write_npy(dir_ / "dense_1_kernel.npy",
+                    models::HostTensor::make<float>("x", models::DataType::kFloat32, {32, 128},
+                                                    std::vector<float>(32 * 128, 0.0f)));
+  try {
+    models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
+    FAIL() << "a transposed dense_1 kernel was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dense_1_kernel.npy: expected FP32 [128, 32], found FP32 "
+                                         "[32, 128]"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(dir_ / "michel_netout_bias.npy");
+  std::filesystem::remove(dir_ / "dense_1_kernel.npy");
+  write_weights(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5}), dir_ / "copy");
+  std::filesystem::copy_file(dir_ / "copy" / "dense_1_kernel.npy", dir_ / "dense_1_kernel.npy");
+  try {
+    models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
+    FAIL() << "a missing file was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("michel_netout_bias.npy"), std::string::npos) << e.what();
+  }
 }
 
 // Both generated graphs imported and run end to end on kaas kernels, fused and unfused, against

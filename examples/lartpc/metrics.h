@@ -1,0 +1,59 @@
+#pragma once
+// What a physicist checks first: the network's classes against the toy event's truth.
+// Hit classes are track, em and none (a Michel electron's hits are EM, as in EmTrkMichelId's
+// training labels); a hit is predicted as the largest of its three softmax scores and as a
+// Michel hit when its Michel score is above the threshold. A cluster's truth is the label of
+// most of its hits (ties to the lower class), its prediction the largest aggregated score, and it
+// is a Michel cluster when most of its hits are Michel hits. Hits outside the fiducial region
+// (their patch is not inside the plane) have no meaningful scores and are left out.
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "examples/lartpc/reco.h"
+#include "examples/lartpc/toy_event.h"
+
+namespace kaas::examples {
+
+// How many items of one class there are in truth, were predicted, and both.
+struct ClassCounts {
+  int64_t truth = 0, predicted = 0, matched = 0;
+  double efficiency() const { return truth ? double(matched) / double(truth) : 0.0; }
+  double purity() const { return predicted ? double(matched) / double(predicted) : 0.0; }
+  ClassCounts& operator+=(const ClassCounts& other);
+};
+
+inline constexpr std::array<const char*, 3> kClassNames = {"track", "em", "none"};
+// Michel-score thresholds of the operating-point line (efficiency / purity at each).
+inline constexpr std::array<float, 5> kMichelCurve = {0.5f, 0.7f, 0.8f, 0.9f, 0.95f};
+
+struct Evaluation {
+  std::array<ClassCounts, 3> hits, clusters;  // track, em, none
+  ClassCounts michel_hits, michel_clusters;
+  std::array<ClassCounts, kMichelCurve.size()> michel_hit_curve;  // at each kMichelCurve threshold
+  int64_t track_em_hits = 0, track_em_correct = 0;                // hits whose truth is track or em
+  int64_t non_fiducial_hits = 0;
+  double track_em_accuracy() const {
+    return track_em_hits ? double(track_em_correct) / double(track_em_hits) : 0.0;
+  }
+  Evaluation& operator+=(const Evaluation& other);
+};
+
+// Class index (0 track, 1 em, 2 none) of a truth label.
+int truth_class(Truth truth);
+
+// scores: [hits, 4] (track, em, none, michel) in event hit order; fiducial: one flag per hit;
+// per_cluster: [clusters, 4] as aggregate() returns them. Throws kaas::Error kInvalidArgument
+// when the sizes do not match the event and its clusters.
+Evaluation evaluate(const ToyEvent& event, std::span<const float> scores,
+                    std::span<const uint8_t> fiducial, const Clusters& clusters,
+                    std::span<const float> per_cluster, float michel_threshold = 0.5f);
+
+// One line: hit efficiency / purity per class and for Michel hits, the track/em accuracy.
+std::string summary_line(const Evaluation& evaluation);
+// A Markdown table of every class for hits and clusters, and the Michel operating points.
+std::string summary_table(const Evaluation& evaluation);
+
+}  // namespace kaas::examples

@@ -1,0 +1,177 @@
+// kaas-toy-patches: a training set for EmTrkMichelId from toy events. Each event's hits go
+// through kaas-reco's own preprocessing (prepare_planes, prepare_patches: the patches the model
+// is served), a seeded sample of at most --per-class hits of each truth label is kept (Michel
+// hits are ~1.5 % of an event, so sampling per class balances the set) plus a sample of the
+// other hits near Michel electrons (the hard cases), and the patches and labels are written as
+// .npy:
+//   patches.npy  float32 [N, 48, 48, 1]  main_input layout (NHWC: wires x drift bins)
+//   label.npy    int32 [N]   0 track, 1 em (showers and Michel electrons), 2 none (noise)
+//   michel.npy   float32 [N] 1 for a Michel-electron hit
+//   event.npy    int32 [N]   event number (for a validation split by event)
+//   hit.npy      float32 [N, 3]  plane, wire, peak tick (for looking at the mistakes)
+// Only fiducial hits are kept (their patch lies inside the plane).
+
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "examples/lartpc/metrics.h"
+#include "examples/lartpc/reco.h"
+#include "kaas/backends/backend.h"
+#include "kaas/models/npy.h"
+
+namespace {
+
+using namespace kaas;
+using namespace kaas::examples;
+
+// Near a Michel electron: on its plane, within a quarter patch in wires and drift bins. The
+// muon's last hits and the Michel's neighbours are what the Michel head must tell apart, and a
+// uniform sample of tracks holds few of them.
+std::vector<bool> near_michel(const ToyEvent& event, const PatchParams& params) {
+  std::vector<size_t> michel;
+  for (size_t i = 0; i < event.hits.size(); ++i)
+    if (event.hits[i].truth == Truth::kMichel) michel.push_back(i);
+  const int wire_reach = params.patch_wires / 4;
+  const float tick_reach = float(params.patch_bins / 4 * params.drift_window);
+  std::vector<bool> near(event.hits.size(), false);
+  for (size_t i = 0; i < event.hits.size(); ++i) {
+    const Hit& h = event.hits[i];
+    if (h.truth == Truth::kMichel) continue;
+    for (size_t m : michel) {
+      const Hit& mh = event.hits[m];
+      if (mh.plane == h.plane && std::abs(mh.wire - h.wire) <= wire_reach &&
+          std::fabs(mh.peak_tick - h.peak_tick) <= tick_reach) {
+        near[i] = true;
+        break;
+      }
+    }
+  }
+  return near;
+}
+
+// The hits of one event to keep: up to `per_class` of each truth label and up to `near` other
+// hits near Michel electrons, each chosen by a seeded shuffle; returned in event order (so they
+// stay grouped by plane), each hit once.
+std::vector<size_t> sample_hits(const ToyEvent& event, int64_t per_class, int64_t near,
+                                const PatchParams& params, uint64_t seed) {
+  std::array<std::vector<size_t>, 5> groups;  // by truth label, then near a Michel electron
+  const std::vector<bool> is_near = near_michel(event, params);
+  for (size_t i = 0; i < event.hits.size(); ++i)
+    groups[is_near[i] ? 4 : size_t(event.hits[i].truth)].push_back(i);
+  std::mt19937_64 engine(seed);
+  std::vector<size_t> kept;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto& hits = groups[g];
+    // Fisher-Yates on the first `take` places only (mt19937_64's output is standardised).
+    const size_t take = std::min(hits.size(), size_t(g == 4 ? near : per_class));
+    for (size_t i = 0; i < take; ++i) std::swap(hits[i], hits[i + engine() % (hits.size() - i)]);
+    kept.insert(kept.end(), hits.begin(), hits.begin() + std::ptrdiff_t(take));
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
+  ToyEventConfig toy;
+  int events = 10, first_event = 0;
+  int64_t per_class = 1000, near = 1000;
+  std::string out_dir, backend_name = "auto";
+  app.add_option("--out", out_dir, "directory for the .npy files")->required();
+  app.add_option("--events", events, "events")->check(CLI::Range(1, 100000));
+  app.add_option("--first-event", first_event, "number of the first event")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--per-class", per_class, "hits kept per truth label and event")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--near-michel", near,
+                 "also keep this many other hits near Michel electrons per event")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+  app.add_option("--backend", backend_name, "backend for the patch extraction");
+  app.add_option("--seed", toy.seed, "event seed (as kaas-reco --seed)");
+  app.add_option("--wires", toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
+  app.add_option("--ticks", toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
+  app.add_option("--tracks", toy.tracks_per_plane, "muon tracks per plane")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--showers", toy.showers_per_plane, "EM showers per plane")
+      ->check(CLI::Range(0, 100000));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const Queue queue(find_backend(backend_name));
+    const PatchParams params;
+    const int64_t patch_size = int64_t(params.patch_wires) * params.patch_bins;
+    std::vector<float> patches;
+    std::vector<int32_t> labels, event_numbers;
+    std::vector<float> michel, hit_positions;
+    std::array<int64_t, 4> kept_by_truth{};
+    const bool show_progress = isatty(STDERR_FILENO);
+    for (int e = first_event; e < first_event + events; ++e) {
+      const ToyEvent event = make_toy_event(toy, uint64_t(e));
+      const std::vector<size_t> kept =
+          sample_hits(event, per_class, near, params, toy.seed * 1000003u + uint64_t(e));
+      // The planes with only the kept hits: their patches come out in `kept` order.
+      std::vector<PlaneInputs> planes = prepare_planes(queue, event, params);
+      for (auto& plane : planes) {
+        plane.hit_wire.clear();
+        plane.hit_tick.clear();
+      }
+      for (size_t i : kept) {
+        const Hit& h = event.hits[i];
+        planes[size_t(h.plane)].hit_wire.push_back(h.wire);
+        planes[size_t(h.plane)].hit_tick.push_back(h.peak_tick);
+      }
+      const PatchInputs inputs = prepare_patches(queue, planes, params);
+      for (size_t k = 0; k < kept.size(); ++k) {
+        if (!inputs.fiducial[k]) continue;
+        const Hit& h = event.hits[kept[k]];
+        const auto* patch = inputs.patches.data() + k * size_t(patch_size);
+        patches.insert(patches.end(), patch, patch + patch_size);
+        labels.push_back(truth_class(h.truth));
+        michel.push_back(h.truth == Truth::kMichel ? 1.0f : 0.0f);
+        event_numbers.push_back(e);
+        hit_positions.insert(hit_positions.end(), {float(h.plane), float(h.wire), h.peak_tick});
+        ++kept_by_truth[size_t(h.truth)];
+      }
+      if (show_progress)
+        std::fprintf(stderr, "\revent %d/%d: %zu patches", e - first_event + 1, events,
+                     labels.size());
+    }
+    if (show_progress) std::fprintf(stderr, "\n");
+    const int64_t n = int64_t(labels.size());
+    namespace fs = std::filesystem;
+    fs::create_directories(out_dir);
+    using models::DataType;
+    using models::HostTensor;
+    const fs::path dir(out_dir);
+    models::write_npy(
+        dir / "patches.npy",
+        HostTensor::make<float>("patches", DataType::kFloat32,
+                                {n, params.patch_wires, params.patch_bins, 1}, patches));
+    models::write_npy(dir / "label.npy",
+                      HostTensor::make<int32_t>("label", DataType::kInt32, {n}, labels));
+    models::write_npy(dir / "michel.npy",
+                      HostTensor::make<float>("michel", DataType::kFloat32, {n}, michel));
+    models::write_npy(dir / "event.npy",
+                      HostTensor::make<int32_t>("event", DataType::kInt32, {n}, event_numbers));
+    models::write_npy(dir / "hit.npy",
+                      HostTensor::make<float>("hit", DataType::kFloat32, {n, 3}, hit_positions));
+    std::printf(
+        "wrote %lld patches to %s (track %lld, em %lld, michel %lld, none %lld; %d events)\n",
+        static_cast<long long>(n), out_dir.c_str(), static_cast<long long>(kept_by_truth[1]),
+        static_cast<long long>(kept_by_truth[2]), static_cast<long long>(kept_by_truth[3]),
+        static_cast<long long>(kept_by_truth[0]), events);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kaas-toy-patches: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Trains EmTrkMichelId on toy events, once: the result is cached in the build tree and reused
+# while its inputs (this script, the trainer, the toy event and patch code, the settings) are
+# unchanged. Steps: a JAX (CPU) virtual environment in <build>/train-venv, training patches from
+# kaas-toy-patches (events with seed 18; the run command's events use seed 1, so they are held
+# out), scripts/train_toy_model.py, then kaas-make-emtrk-model --weights for the ONNX model.
+#
+# Usage: scripts/train_toy_model.sh BUILD_DIR   (a configured build tree)
+# Writes <out>/weights/*.npy, <out>/emtrkmichelid/{config.pbtxt,1/model.onnx}, report.json,
+# loss.png, confusion.png, train.log; prints "trained model: <out>" last. <out> is
+# BUILD_DIR/trained, or BUILD_DIR/trained-smoke with KAAS_TRAIN_SMOKE=1.
+# Environment:
+#   KAAS_TRAIN_SMOKE=1   one epoch on 2 small events (seconds; the test command's version)
+#   KAAS_TRAIN_EVENTS    training + validation events (default 22; the last 10 % validate)
+#   KAAS_TRAIN_EPOCHS    epochs (default 1)
+#   KAAS_TRAIN_SECONDS   stop training after this long (default 300)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$KAAS_ROOT"
+
+build="${1:?usage: scripts/train_toy_model.sh BUILD_DIR}"
+if [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]]; then
+  out="$build/trained-smoke"
+  patch_args=(--events 2 --per-class 150 --near-michel 50 --wires 480 --ticks 3000)
+  train_args=(--epochs 1 --max-seconds 120 --val-fraction 0.5)
+else
+  out="$build/trained"
+  # ~107k patches: every Michel hit, 2000 track and 2000 EM hits per event, 300 hits near
+  # Michel electrons; one pass over many patches beat several over fewer (README).
+  patch_args=(--events "${KAAS_TRAIN_EVENTS:-22}" --per-class 2000 --near-michel 300)
+  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-300}"
+              --val-fraction 0.1)
+fi
+patch_args+=(--seed 18)
+jax_version=0.10.2
+
+key="$(cat scripts/train_toy_model.sh scripts/train_toy_model.py examples/lartpc/toy_event.cc \
+  examples/lartpc/toy_event.h examples/lartpc/toy_patches_main.cc examples/lartpc/reco.cc \
+  kernels/patches.h kernels/patches.kern.cc models/emtrk_onnx_generator.cc |
+  sha256sum | cut -d' ' -f1) ${patch_args[*]} ${train_args[*]} jax $jax_version"
+if [[ -f "$out/key" && "$(cat "$out/key")" == "$key" && -f "$out/emtrkmichelid/1/model.onnx" ]]; then
+  echo "train_toy_model: reusing $out (trained $(date -r "$out/key" '+%F %T'); delete it to retrain)"
+  echo "trained model: $out"
+  exit 0
+fi
+start=$SECONDS
+rm -rf "$out"
+mkdir -p "$out"
+
+venv="$build/train-venv"
+if ! "$venv/bin/python" -c "import jax, matplotlib, tqdm, sys; sys.exit(jax.__version__ != '$jax_version')" 2> /dev/null; then
+  echo "train_toy_model: installing jax $jax_version (CPU), matplotlib, tqdm into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "jax==$jax_version" matplotlib tqdm
+fi
+
+cmake --build "$build" -j "$jobs" --target kaas-toy-patches kaas-make-emtrk-model kaas-infer \
+  > /dev/null
+"$build/examples/lartpc/kaas-toy-patches" --out "$out/data" "${patch_args[@]}"
+# A live progress bar per epoch on a terminal; in a log (CI), a progress line every 15 s.
+if [[ -t 2 ]]; then
+  "$venv/bin/python" scripts/train_toy_model.py --data "$out/data" --out "$out" "${train_args[@]}" |
+    tee "$out/train.log"
+else
+  "$venv/bin/python" scripts/train_toy_model.py --data "$out/data" --out "$out" "${train_args[@]}" \
+    2>&1 | stdbuf -oL tr '\r' '\n' | tee "$out/train.log"
+fi
+"$build/tools/kaas-make-emtrk-model" --repository "$out" --name emtrkmichelid \
+  --weights "$out/weights"
+# The exported model, on kaas's fused plan, must give what the trained network gave.
+"$build/tools/kaas-infer" --model "$out/emtrkmichelid/1/model.onnx" --fused require \
+  --input main_input="$out/check/main_input.npy" --output-dir "$out/check/kaas" > /dev/null
+"$venv/bin/python" - "$out/check" << 'EOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+worst = 0.0
+for kaas_name, jax_name in (("em_trk_none_netout_Softmax", "softmax"),
+                            ("michel_netout_Sigmoid", "michel")):
+    got, want = np.load(f"{d}/kaas/{kaas_name}.npy"), np.load(f"{d}/{jax_name}.npy")
+    if got.shape != want.shape:
+        sys.exit(f"train_toy_model: the exported model gives {kaas_name} {got.shape}, "
+                 f"the trained network {want.shape}")
+    worst = max(worst, float(np.max(np.abs(got - want))))
+print(f"train_toy_model: exported ONNX model on kaas vs the trained JAX network, {len(got)} "
+      f"patches: max |difference| {worst:.2e}")
+sys.exit(1 if worst > 1e-4 else 0)
+EOF
+rm -rf "$out/data"  # ~0.3 GB of patches; the key reproduces them
+echo "$key" > "$out/key"
+echo "train_toy_model: done in $((SECONDS - start)) s (report: $out/report.json, $out/loss.png, $out/confusion.png)"
+echo "trained model: $out"

@@ -1,0 +1,151 @@
+// Truth-matched efficiency and purity (examples/lartpc/metrics.h) on a hand-made event whose
+// answers are counted by hand.
+
+#include "examples/lartpc/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "kaas/common/error.h"
+
+namespace kaas::examples {
+namespace {
+
+Hit hit(int wire, Truth truth) {
+  return {0, wire, 100.0f, 50.0f, 200.0f, truth};
+}
+
+// Scores of a hit predicted as `cls` (0 track, 1 em, 2 none), Michel score `michel`.
+std::array<float, 4> predicted(int cls, float michel = 0.1f) {
+  std::array<float, 4> s{0.1f, 0.1f, 0.1f, michel};
+  s[size_t(cls)] = 0.8f;
+  return s;
+}
+
+struct HandMadeEvent {
+  ToyEvent event;
+  std::vector<float> scores;
+  std::vector<uint8_t> fiducial;
+  Clusters clusters;
+  std::vector<float> per_cluster;
+
+  void add(Truth truth, std::array<float, 4> s, bool in_fiducial = true) {
+    event.hits.push_back(hit(int(event.hits.size()), truth));
+    scores.insert(scores.end(), s.begin(), s.end());
+    fiducial.push_back(in_fiducial);
+  }
+  void add_cluster(std::vector<int32_t> members, std::array<float, 4> s) {
+    clusters.hits.insert(clusters.hits.end(), members.begin(), members.end());
+    clusters.splits.push_back(int64_t(clusters.hits.size()));
+    per_cluster.insert(per_cluster.end(), s.begin(), s.end());
+  }
+};
+
+// 10 hits: 4 track (3 predicted track, 1 em), 3 em (2 em, 1 track), 2 Michel (both predicted
+// em; one with a Michel score above 0.5), 1 track outside the fiducial region (not counted).
+// One track hit also has a high Michel score (a false Michel).
+HandMadeEvent hand_made_event() {
+  HandMadeEvent e;
+  e.add(Truth::kTrack, predicted(0));                               // 0
+  e.add(Truth::kTrack, predicted(0));                               // 1
+  e.add(Truth::kTrack, predicted(0, 0.9f));                         // 2: false Michel
+  e.add(Truth::kTrack, predicted(1));                               // 3
+  e.add(Truth::kEm, predicted(1));                                  // 4
+  e.add(Truth::kEm, predicted(1));                                  // 5
+  e.add(Truth::kEm, predicted(0));                                  // 6
+  e.add(Truth::kMichel, predicted(1, 0.7f));                        // 7: found Michel
+  e.add(Truth::kMichel, predicted(1, 0.2f));                        // 8: missed Michel
+  e.add(Truth::kTrack, predicted(2, 0.9f), /*in_fiducial=*/false);  // 9
+  // Clusters: {0,1,2,3} track-truth predicted track; {4,5,6} em-truth predicted track;
+  // {7,8} Michel (em-truth, Michel cluster) predicted em and Michel; {9} track predicted em.
+  e.add_cluster({0, 1, 2, 3}, predicted(0));
+  e.add_cluster({4, 5, 6}, predicted(0));
+  e.add_cluster({7, 8}, predicted(1, 0.6f));
+  e.add_cluster({9}, predicted(1));
+  return e;
+}
+
+TEST(Metrics, HandMadeEventGivesTheCountedAnswers) {
+  const HandMadeEvent e = hand_made_event();
+  const Evaluation ev = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster, 0.5f);
+  EXPECT_EQ(ev.non_fiducial_hits, 1);
+  // Track: 4 in truth, predicted track for hits 0, 1, 2, 6 -> 4 predicted, 3 matched.
+  EXPECT_EQ(ev.hits[0].truth, 4);
+  EXPECT_EQ(ev.hits[0].predicted, 4);
+  EXPECT_EQ(ev.hits[0].matched, 3);
+  EXPECT_DOUBLE_EQ(ev.hits[0].efficiency(), 0.75);
+  EXPECT_DOUBLE_EQ(ev.hits[0].purity(), 0.75);
+  // EM (Michel counts as em): 5 in truth (4, 5, 6, 7, 8); predicted em: 3, 4, 5, 7, 8 -> 4 matched.
+  EXPECT_EQ(ev.hits[1].truth, 5);
+  EXPECT_EQ(ev.hits[1].predicted, 5);
+  EXPECT_EQ(ev.hits[1].matched, 4);
+  EXPECT_DOUBLE_EQ(ev.hits[1].efficiency(), 0.8);
+  EXPECT_EQ(ev.hits[2].truth, 0);
+  EXPECT_EQ(ev.hits[2].predicted, 0);
+  // Michel: 2 in truth, predicted for hits 2 and 7, matched 7.
+  EXPECT_EQ(ev.michel_hits.truth, 2);
+  EXPECT_EQ(ev.michel_hits.predicted, 2);
+  EXPECT_EQ(ev.michel_hits.matched, 1);
+  EXPECT_DOUBLE_EQ(ev.michel_hits.efficiency(), 0.5);
+  EXPECT_DOUBLE_EQ(ev.michel_hits.purity(), 0.5);
+  // Track/em accuracy over the 9 fiducial hits: 0, 1, 2, 4, 5, 7, 8 right -> 7 / 9.
+  EXPECT_EQ(ev.track_em_hits, 9);
+  EXPECT_EQ(ev.track_em_correct, 7);
+  // Clusters: truth track {0-3}, {9}; em {4-6}, {7,8}. Predicted track {0-3}, {4-6}; em {7,8},
+  // {9}. Michel cluster {7,8}, predicted Michel.
+  EXPECT_EQ(ev.clusters[0].truth, 2);
+  EXPECT_EQ(ev.clusters[0].predicted, 2);
+  EXPECT_EQ(ev.clusters[0].matched, 1);
+  EXPECT_EQ(ev.clusters[1].truth, 2);
+  EXPECT_EQ(ev.clusters[1].predicted, 2);
+  EXPECT_EQ(ev.clusters[1].matched, 1);
+  EXPECT_EQ(ev.michel_clusters.truth, 1);
+  EXPECT_EQ(ev.michel_clusters.predicted, 1);
+  EXPECT_EQ(ev.michel_clusters.matched, 1);
+}
+
+TEST(Metrics, ThresholdMovesTheMichelOperatingPoint) {
+  const HandMadeEvent e = hand_made_event();
+  // Above 0.8 only the false Michel (0.9) stays; above 0.95 nothing is predicted.
+  const Evaluation high = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster, 0.8f);
+  EXPECT_EQ(high.michel_hits.predicted, 1);
+  EXPECT_EQ(high.michel_hits.matched, 0);
+  const Evaluation none = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster, 0.95f);
+  EXPECT_EQ(none.michel_hits.predicted, 0);
+  EXPECT_DOUBLE_EQ(none.michel_hits.purity(), 0.0);
+  // The operating-point curve at 0.5, 0.7, 0.8, 0.9, 0.95: Michel scores 0.9 (false), 0.7
+  // (true; not above 0.7), 0.2.
+  const std::array<int64_t, 5> predicted = {2, 1, 1, 0, 0}, matched = {1, 0, 0, 0, 0};
+  for (size_t t = 0; t < kMichelCurve.size(); ++t) {
+    EXPECT_EQ(high.michel_hit_curve[t].predicted, predicted[t]) << kMichelCurve[t];
+    EXPECT_EQ(high.michel_hit_curve[t].matched, matched[t]) << kMichelCurve[t];
+    EXPECT_EQ(high.michel_hit_curve[t].truth, 2);
+  }
+}
+
+TEST(Metrics, TotalsAddUp) {
+  const HandMadeEvent e = hand_made_event();
+  const Evaluation one = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster);
+  Evaluation two = one;
+  two += one;
+  EXPECT_EQ(two.hits[0].matched, 2 * one.hits[0].matched);
+  EXPECT_EQ(two.michel_clusters.truth, 2 * one.michel_clusters.truth);
+  EXPECT_DOUBLE_EQ(two.track_em_accuracy(), one.track_em_accuracy());
+  const std::string table = summary_table(two);
+  EXPECT_NE(table.find("| hits track | 8 | 8 | 6 | 0.750 | 0.750 |"), std::string::npos) << table;
+  EXPECT_NE(summary_line(one).find("Michel 0.500/0.500"), std::string::npos) << summary_line(one);
+  EXPECT_NE(table.find("at score > 0.50: 0.500/0.500; 0.70: 0.000/0.000;"), std::string::npos)
+      << table;
+}
+
+TEST(Metrics, MismatchedSizesAreRefused) {
+  HandMadeEvent e = hand_made_event();
+  const std::vector<float> short_scores(e.scores.begin(), e.scores.end() - 4);
+  EXPECT_THROW(evaluate(e.event, short_scores, e.fiducial, e.clusters, e.per_cluster), Error);
+  const std::vector<float> short_clusters(e.per_cluster.begin(), e.per_cluster.end() - 4);
+  EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, e.clusters, short_clusters), Error);
+  e.clusters.hits[0] = 99;
+  EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster), Error);
+}
+
+}  // namespace
+}  // namespace kaas::examples
