@@ -10,7 +10,8 @@
   served_throughput.png   kaas-server patches/s vs concurrent clients per protocol and batch
                           (server-cpu.json)
 
-A plot whose results file is missing is skipped with a note. Usage:
+A plot whose results file is missing or malformed is skipped with a note. Needs matplotlib (the
+run command's training venv has it). Usage:
   bench/plot.py [--results bench/results] [--out DIR]
 """
 import argparse
@@ -174,6 +175,9 @@ def main():
             plot(args.results, args.out, written)
         except FileNotFoundError as e:
             print(f"plot.py: skipping {plot.__name__}: {e.filename} is missing", file=sys.stderr)
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            print(f"plot.py: skipping {plot.__name__}: unexpected results format ({e!r})",
+                  file=sys.stderr)
     for path in written:
         print(f"plot.py: wrote {path}")
     return 0 if written else 1

@@ -46,7 +46,12 @@ def parse_args():
     p.add_argument("--max-seconds", type=float, default=0,
                    help="stop training after this many seconds (0: no limit)")
     p.add_argument("--seed", type=int, default=18)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.epochs < 1 or args.batch < 1:
+        sys.exit("train_toy_model: --epochs and --batch must be at least 1")
+    if not 0 <= args.val_fraction < 1:
+        sys.exit("train_toy_model: --val-fraction must be in [0, 1)")
+    return args
 
 
 def load(data_dir):
@@ -61,6 +66,8 @@ def load(data_dir):
     for k in ("label", "michel", "event"):
         if len(arrays[k]) != n:
             sys.exit(f"train_toy_model: {k}.npy has {len(arrays[k])} entries, patches.npy {n}")
+    if arrays["label"].min() < 0 or arrays["label"].max() > 2:
+        sys.exit("train_toy_model: label.npy holds classes outside 0 (track), 1 (em), 2 (none)")
     return arrays
 
 
@@ -82,6 +89,9 @@ def main():
 
     data = load(args.data)
     train_idx, val_idx = split_by_event(data["event"], args.val_fraction)
+    if len(train_idx) < args.batch:
+        sys.exit(f"train_toy_model: {len(train_idx)} training patches, fewer than one batch "
+                 f"({args.batch})")
     print(f"train_toy_model: {len(train_idx)} training and {len(val_idx)} validation patches "
           f"({len(np.unique(data['event']))} events), jax {jax.__version__} on "
           f"{jax.devices()[0].platform}", flush=True)
@@ -221,7 +231,9 @@ def main():
                   f"loss {val['loss']:.4f}, accuracy {val['accuracy']:.3f}, Michel efficiency "
                   f"{val['michel_efficiency']:.3f} purity {val['michel_purity']:.3f}", flush=True)
         if stopped_early:
-            print(f"train_toy_model: stopped after {args.max_seconds:.0f} s (--max-seconds)")
+            print(f"train_toy_model: WARNING: stopped after {args.max_seconds:.0f} s (--max-seconds) "
+                  f"in epoch {epoch + 1}: this machine trains slower than the budget assumes, and "
+                  "the model is not the one the README measured", flush=True)
             break
     seconds = time.time() - start
 

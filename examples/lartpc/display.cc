@@ -71,13 +71,18 @@ RgbImage render_plane(const ToyEvent& event, int plane, std::span<const float> s
       put(image, raw.wires + kPanelGap + w, r, {grey, grey, grey});
     }
   }
-  for (size_t i = 0; i < event.hits.size(); ++i) {
-    const Hit& h = event.hits[i];
-    if (h.plane != plane || h.wire < 0 || h.wire >= raw.wires) continue;
-    const int r = std::clamp(int(h.peak_tick) / ticks_per_row, 0, rows - 1);
-    put(image, h.wire, r, truth_colour(h.truth));
-    put(image, raw.wires + kPanelGap + h.wire, r,
-        fiducial[i] ? predicted_colour(&scores[i * 4], michel_threshold) : kNonFiducialColour);
+  // Several hits share a pixel: Michel hits (rare) are drawn last so that they stay visible.
+  for (const bool michel_pass : {false, true}) {
+    for (size_t i = 0; i < event.hits.size(); ++i) {
+      const Hit& h = event.hits[i];
+      if (h.plane != plane || h.wire < 0 || h.wire >= raw.wires) continue;
+      const int r = std::clamp(int(h.peak_tick) / ticks_per_row, 0, rows - 1);
+      if ((h.truth == Truth::kMichel) == michel_pass) put(image, h.wire, r, truth_colour(h.truth));
+      const Rgb predicted =
+          fiducial[i] ? predicted_colour(&scores[i * 4], michel_threshold) : kNonFiducialColour;
+      if ((predicted == kMichelColour) == michel_pass)
+        put(image, raw.wires + kPanelGap + h.wire, r, predicted);
+    }
   }
   return image;
 }

@@ -88,17 +88,29 @@ Evaluation evaluate(const ToyEvent& event, std::span<const float> scores,
     }
   }
   for (size_t c = 0; c < clusters.size(); ++c) {
+    const int64_t first = clusters.splits[c], last = clusters.splits[c + 1];
+    if (first < 0 || last < first || size_t(last) > clusters.hits.size())
+      throw Error(ErrorCode::kInvalidArgument, "evaluate: cluster " + std::to_string(c) +
+                                                   " spans hits [" + std::to_string(first) + ", " +
+                                                   std::to_string(last) + ") of " +
+                                                   std::to_string(clusters.hits.size()));
+    // The vote counts the fiducial hits (those the prediction is made of), or all hits of a
+    // cluster without any.
     std::array<int64_t, 3> by_class{};
     int64_t michel = 0, members = 0;
-    for (int64_t k = clusters.splits[c]; k < clusters.splits[c + 1]; ++k) {
-      const size_t hit = size_t(clusters.hits[size_t(k)]);
-      if (hit >= hits)
-        throw Error(ErrorCode::kInvalidArgument, "evaluate: cluster " + std::to_string(c) +
-                                                     " names hit " + std::to_string(hit) + " of " +
-                                                     std::to_string(hits));
-      ++by_class[size_t(truth_class(event.hits[hit].truth))];
-      michel += event.hits[hit].truth == Truth::kMichel;
-      ++members;
+    for (const bool fiducial_only : {true, false}) {
+      for (int64_t k = first; k < last; ++k) {
+        const size_t hit = size_t(clusters.hits[size_t(k)]);
+        if (hit >= hits)
+          throw Error(ErrorCode::kInvalidArgument, "evaluate: cluster " + std::to_string(c) +
+                                                       " names hit " + std::to_string(hit) +
+                                                       " of " + std::to_string(hits));
+        if (fiducial_only && !fiducial[hit]) continue;
+        ++by_class[size_t(truth_class(event.hits[hit].truth))];
+        michel += event.hits[hit].truth == Truth::kMichel;
+        ++members;
+      }
+      if (members > 0) break;
     }
     if (members == 0) continue;
     const int truth = int(std::max_element(by_class.begin(), by_class.end()) - by_class.begin());

@@ -2,10 +2,11 @@
 // What a physicist checks first: the network's classes against the toy event's truth.
 // Hit classes are track, em and none (a Michel electron's hits are EM, as in EmTrkMichelId's
 // training labels); a hit is predicted as the largest of its three softmax scores and as a
-// Michel hit when its Michel score is above the threshold. A cluster's truth is the label of
-// most of its hits (ties to the lower class), its prediction the largest aggregated score, and it
-// is a Michel cluster when most of its hits are Michel hits. Hits outside the fiducial region
-// (their patch is not inside the plane) have no meaningful scores and are left out.
+// Michel hit when its Michel score is above the threshold. Hits outside the fiducial region
+// (their patch is not inside the plane) have no meaningful scores and are left out of the hit
+// figures. A cluster's truth is the label of most of its fiducial hits (all its hits when none
+// is fiducial; ties to the lower class), its prediction the largest aggregated score (made of the
+// fiducial hits), and it is a Michel cluster when most of those hits are Michel hits.
 
 #include <array>
 #include <cstdint>

@@ -152,6 +152,14 @@ class Reco {
                 args_.mode.c_str(), join(args_.send).c_str(), args_.events,
                 std::string(backend_.name()).c_str(), remote() ? ", server " : "",
                 remote() ? args_.server.c_str() : "", args_.async);
+    if (!args_.display_dir.empty()) {  // before any inference: a bad directory fails at once
+      std::error_code ec;
+      std::filesystem::create_directories(args_.display_dir, ec);
+      if (ec || !std::filesystem::is_directory(args_.display_dir))
+        throw Error(ErrorCode::kInvalidArgument, "--display " + args_.display_dir +
+                                                     ": cannot create the directory" +
+                                                     (ec ? ": " + ec.message() : std::string()));
+    }
     open_paths();
     std::deque<std::unique_ptr<Work>> in_flight;
     const size_t window = size_t(args_.async) * paths_.size();
@@ -367,7 +375,6 @@ class Reco {
   // One display per plane of the event (the first --send path's scores).
   void display(const Work& w, const HitScores& scores) {
     namespace fs = std::filesystem;
-    fs::create_directories(args_.display_dir);
     for (int p = 0; p < int(w.event->planes.size()); ++p) {
       const fs::path file =
           fs::path(args_.display_dir) /

@@ -56,7 +56,8 @@ HandMadeEvent hand_made_event() {
   e.add(Truth::kMichel, predicted(1, 0.2f));                        // 8: missed Michel
   e.add(Truth::kTrack, predicted(2, 0.9f), /*in_fiducial=*/false);  // 9
   // Clusters: {0,1,2,3} track-truth predicted track; {4,5,6} em-truth predicted track;
-  // {7,8} Michel (em-truth, Michel cluster) predicted em and Michel; {9} track predicted em.
+  // {7,8} Michel (em-truth, Michel cluster) predicted em and Michel; {9} track predicted em
+  // (its only hit is outside the fiducial region: the vote falls back to all its hits).
   e.add_cluster({0, 1, 2, 3}, predicted(0));
   e.add_cluster({4, 5, 6}, predicted(0));
   e.add_cluster({7, 8}, predicted(1, 0.6f));
@@ -143,6 +144,9 @@ TEST(Metrics, MismatchedSizesAreRefused) {
   EXPECT_THROW(evaluate(e.event, short_scores, e.fiducial, e.clusters, e.per_cluster), Error);
   const std::vector<float> short_clusters(e.per_cluster.begin(), e.per_cluster.end() - 4);
   EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, e.clusters, short_clusters), Error);
+  Clusters bad_splits = e.clusters;
+  bad_splits.splits[2] = 1;  // cluster 1 would end before it starts
+  EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, bad_splits, e.per_cluster), Error);
   e.clusters.hits[0] = 99;
   EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster), Error);
 }

@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <span>
 
 #include "kaas/common/error.h"
 #include "kaas/models/npy.h"
