@@ -54,7 +54,7 @@ class WeightSource {
   std::vector<float> kernel(const std::string& name, const std::vector<int64_t>& dims,
                             int64_t fan_in, int64_t fan_out) {
     if (trained()) return load(name, dims);
-    return generator_.glorot(element_count(dims), fan_in, fan_out);
+    return generator_.glorot(models::element_count(dims), fan_in, fan_out);
   }
   std::vector<float> bias(const std::string& name, int64_t count) {
     if (trained()) return load(name, {count});
@@ -62,25 +62,15 @@ class WeightSource {
   }
 
  private:
-  static int64_t element_count(const std::vector<int64_t>& dims) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  }
   std::vector<float> load(const std::string& name, const std::vector<int64_t>& dims) {
     std::string file = name;
     std::replace(file.begin(), file.end(), '/', '_');
     const auto path = dir_ / (file + ".npy");
     const HostTensor t = read_npy(path, name);
-    auto shape_text = [](const std::vector<int64_t>& shape) {
-      std::string text;
-      for (int64_t d : shape) text += (text.empty() ? "[" : ", ") + std::to_string(d);
-      return text + "]";
-    };
     if (t.dtype != DataType::kFloat32 || t.shape != dims)
       throw Error(ErrorCode::kInvalidArgument,
-                  path.string() + ": expected FP32 " + shape_text(dims) + ", found " +
-                      std::string(triton_name(t.dtype)) + " " + shape_text(t.shape));
+                  path.string() + ": expected FP32 " + shape_string(dims) + ", found " +
+                      std::string(triton_name(t.dtype)) + " " + shape_string(t.shape));
     const auto values = t.values<float>();
     return {values.begin(), values.end()};
   }

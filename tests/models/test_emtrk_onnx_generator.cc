@@ -153,8 +153,8 @@ TEST_F(EmTrkWeightsDir, AWrongOrMissingFileIsNamed) {
     models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
     FAIL() << "a transposed dense_1 kernel was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dense_1_kernel.npy: expected FP32 [128, 32], found FP32 "
-                                         "[32, 128]"),
+    EXPECT_NE(std::string(e.what()).find("dense_1_kernel.npy: expected FP32 [128,32], found FP32 "
+                                         "[32,128]"),
               std::string::npos)
         << e.what();
   }
