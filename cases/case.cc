@@ -87,4 +87,11 @@ Check run_and_check(const Queue& queue, const Case& c, const RunOptions& options
   }
 }
 
+bool within_check_budget(const Case& c, const Backend& backend, bool first_of_kernel) {
+  if (first_of_kernel) return true;
+  const bool emulator = backend.id() == BackendId::kGpuEmu;
+  const double budget = emulator ? kEmulatorCaseReferenceBudget : kCaseReferenceBudget;
+  return c.reference_ops <= budget && !(emulator && c.bytes > kEmulatorCaseBytesBudget);
+}
+
 }  // namespace kaas::cases

@@ -109,4 +109,14 @@ std::vector<std::string> default_impl(const Backend&);
 // Prepares `c` on `queue`, runs it once and checks it; an exception is a failed check.
 Check run_and_check(const Queue& queue, const Case& c, const RunOptions& options);
 
+// Host-reference work above which a case is not checked on a backend (the kernel tests and
+// kaas-self-check); on the emulated GPU (a fiber switch per element and barrier) also a limit on
+// the bytes a case touches. The first case of each kernel (kaas-info's self-check) is always
+// checked; the benchmark still times the others, and smaller cases of the same kernel check the
+// same code.
+inline constexpr double kCaseReferenceBudget = 3e8;
+inline constexpr double kEmulatorCaseReferenceBudget = 3e7;
+inline constexpr double kEmulatorCaseBytesBudget = 4e6;
+bool within_check_budget(const Case& c, const Backend& backend, bool first_of_kernel);
+
 }  // namespace kaas::cases

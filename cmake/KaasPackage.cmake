@@ -9,6 +9,7 @@
 #                                      protobuf are private
 #   kaas::client   libkaas_client.so   kaas::client (direct and remote); gRPC is private
 #
+# kaas::models and kaas::client exist where their components were built (KaasComponents.cmake).
 # Each shared library holds the objects of its own layers only and links the one below, so a
 # singleton (backend registry, model registry) exists once in a process.
 
@@ -62,40 +63,56 @@ if(KAAS_HAVE_HIP)
   list(APPEND _kaas_kernels_private hip::host)
 endif()
 
+# Each component installs its own library, headers and targets file; kaasConfig.cmake loads the
+# ones this install has, so find_package(kaas COMPONENTS kernels) works from a kernels-only build.
+set(KAAS_INSTALLED_COMPONENTS kernels)
 kaas_shared_layer(kaas_kernels_shared NAME kernels LAYERS kaas_common kaas_backends kaas_kernels
                   PUBLIC Threads::Threads PRIVATE ${_kaas_kernels_private})
-kaas_shared_layer(kaas_models_shared NAME models
-                  LAYERS kaas_models kaas_repository kaas_model_config_proto
-                  PUBLIC kaas_kernels_shared PRIVATE onnx_proto onnx protobuf::libprotobuf)
-kaas_shared_layer(kaas_client_shared NAME client
-                  LAYERS kaas_client kaas_protocol kaas_grpc_proto
-                  PUBLIC kaas_models_shared PRIVATE gRPC::grpc++ protobuf::libprotobuf)
+if(KAAS_BUILD_MODELS)
+  list(APPEND KAAS_INSTALLED_COMPONENTS models)
+  kaas_shared_layer(kaas_models_shared NAME models
+                    LAYERS kaas_model_io kaas_models kaas_repository kaas_model_config_proto
+                    PUBLIC kaas_kernels_shared PRIVATE onnx_proto onnx protobuf::libprotobuf)
+endif()
+if(KAAS_BUILD_CLIENT)
+  list(APPEND KAAS_INSTALLED_COMPONENTS client)
+  kaas_shared_layer(kaas_client_shared NAME client
+                    LAYERS kaas_client kaas_protocol kaas_grpc_proto
+                    PUBLIC kaas_models_shared PRIVATE gRPC::grpc++ protobuf::libprotobuf)
+endif()
 
 # Public headers: what a consumer includes, and what those include. Everything else (kernel
 # bodies and the backend runtimes behind them, ONNX graph internals, the server) stays inside.
-set(KAAS_PUBLIC_HEADERS
+set(KAAS_PUBLIC_HEADERS_kernels
   backends/backend.h backends/backend_list.h backends/buffer.h backends/dispatch.h common/error.h
   backends/launch_config.h backends/math.h backends/portability.h backends/queue.h
   backends/view.h
   backends/half.h backends/gpu/half_native.h
-  kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/convert.h kernels/elementwise.h
-  kernels/gemm.h
+  kernels/activation.h kernels/axpy.h kernels/conv2d.h kernels/conv_dense_heads.h
+  kernels/convert.h kernels/elementwise.h kernels/gemm.h
   kernels/knn.h kernels/mlp_heads.h kernels/patches.h kernels/reduce.h kernels/scan.h
-  kernels/softmax.h
-  models/knn_model.h models/model.h models/model_registry.h models/npy.h models/tensor.h
+  kernels/softmax.h)
+set(KAAS_PUBLIC_HEADERS_models
+  models/knn_model.h models/model.h models/model_registry.h models/npy.h models/tensor.h)
+set(KAAS_PUBLIC_HEADERS_client
   server_adapter/client/direct_client.h server_adapter/client/inference_client.h
   server_adapter/client/remote_client.h)
-foreach(header ${KAAS_PUBLIC_HEADERS})
-  get_filename_component(dir ${header} DIRECTORY)
-  install(FILES ${PROJECT_SOURCE_DIR}/${header}
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas/${dir} COMPONENT devel)
+foreach(component ${KAAS_INSTALLED_COMPONENTS})
+  foreach(header ${KAAS_PUBLIC_HEADERS_${component}})
+    get_filename_component(dir ${header} DIRECTORY)
+    install(FILES ${PROJECT_SOURCE_DIR}/${header}
+            DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas/${dir} COMPONENT devel)
+  endforeach()
+  string(SUBSTRING ${component} 0 1 first)
+  string(TOUPPER ${first} first)
+  string(SUBSTRING ${component} 1 -1 rest)
+  install(TARGETS kaas_${component}_shared EXPORT kaas${first}${rest}Targets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT kaas${first}${rest}Targets NAMESPACE kaas:: DESTINATION ${KAAS_INSTALL_CMAKEDIR})
 endforeach()
 install(FILES ${KAAS_GENERATED_DIR}/kaas/build_config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas COMPONENT devel)
 
-install(TARGETS kaas_kernels_shared kaas_models_shared kaas_client_shared EXPORT kaasTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(EXPORT kaasTargets NAMESPACE kaas:: DESTINATION ${KAAS_INSTALL_CMAKEDIR})
 configure_package_config_file(cmake/kaasConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/package/kaasConfig.cmake
                               INSTALL_DESTINATION ${KAAS_INSTALL_CMAKEDIR})
@@ -108,5 +125,10 @@ install(FILES ${PROJECT_BINARY_DIR}/package/kaasConfig.cmake
 # pkg-config for builds without CMake: `pkg-config --cflags --libs kaas`.
 file(RELATIVE_PATH KAAS_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 string(REGEX REPLACE "/$" "" KAAS_PC_TO_PREFIX "${KAAS_PC_TO_PREFIX}")
+# The libraries of the installed components, the highest first.
+set(KAAS_PC_LIBS)
+foreach(component ${KAAS_INSTALLED_COMPONENTS})
+  string(PREPEND KAAS_PC_LIBS "-lkaas_${component} ")
+endforeach()
 configure_file(cmake/kaas.pc.in ${PROJECT_BINARY_DIR}/package/kaas.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/package/kaas.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "kaas/kernels/conv2d.h"
-#include "kaas/kernels/gemm.h"
-#include "kaas/kernels/mlp_heads.h"
+#include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/models/onnx_ops/attrs.h"
 #include "kaas/models/onnx_ops/table.h"
 
@@ -141,8 +139,7 @@ std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string
 int64_t slab_rows(const Graph& g, const ConvDenseHeads& p, const std::vector<Shape>& shapes,
                   int64_t batch_tile, int64_t slab_bytes, int64_t element_bytes) {
   const Shape& y = shapes[g.ops[p.conv].output];  // [n, OH, OW, OC]
-  const int64_t row_bytes = batch_tile * y[2] * y[3] * element_bytes;
-  return std::clamp<int64_t>(slab_bytes / std::max<int64_t>(row_bytes, 1), 1, y[1]);
+  return conv_dense_heads_slab_rows(y[1], y[2], y[3], batch_tile, slab_bytes, element_bytes);
 }
 
 template <class T>
@@ -157,71 +154,35 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   const GemmParams& dense1_params = dense1.attr<GemmParams>();
   if (conv_attrs.c1_as_nhwc) x = {x[0], x[2], x[3], x[1]};
   const Shape& w = shapes[conv.inputs[1]];  // [OC, C, KH, KW]
-  const Shape& y = shapes[conv.output];     // [n, OH, OW, OC]
-  const int64_t n = x[0], row_values = y[2] * y[3];
+  const int64_t n = x[0];
   const int64_t n1 = shapes[dense1.output][1];
-  const int64_t tile = std::min(n, buffers.batch_tile);
-  const int64_t rows_per_pass = buffers.rows_per_pass;
-  const T* input = operands.input;
-  const auto weight = make_view<4>(operands.conv_weight, {w[0], w[1], w[2], w[3]});
-  View1<const float> conv_bias;
+  ConvDenseHeadsWeights<T> weights;
+  weights.conv_weight = make_view<4>(operands.conv_weight, {w[0], w[1], w[2], w[3]});
   if (conv.inputs.size() > 2 && conv.inputs[2] >= 0)
-    conv_bias = make_view(static_cast<const float*>(data_of(conv.inputs[2])), w[0]);
+    weights.conv_bias = make_view(static_cast<const float*>(data_of(conv.inputs[2])), w[0]);
+  weights.conv = conv_attrs.conv;
   // The first dense weight as stored: [K, N1], or [N1, K] with transB (PyTorch Linear).
   const Shape& w1_shape = shapes[dense1.inputs[1]];
-  const auto w1 = make_view<2>(operands.dense1_weight, {w1_shape[0], w1_shape[1]});
-  View2<const float> bias1;
-  if (dense1.inputs.size() > 2 && dense1.inputs[2] >= 0) {
-    bias1.data = data_of(dense1.inputs[2]);
-    bias1.extent[0] = 1, bias1.extent[1] = n1, bias1.stride[0] = 0, bias1.stride[1] = 1;
-  }
-  Conv2dParams slab_params = conv_attrs.conv;
-  slab_params.auto_pad = AutoPad::kNotSet;
-  slab_params.pad_top = slab_params.pad_left = slab_params.pad_bottom = slab_params.pad_right = 0;
-  for (int64_t t0 = 0; t0 < n; t0 += tile) {
-    const int64_t nt = std::min(tile, n - t0);
-    const auto acc = make_view<2>(buffers.dense1 + t0 * n1, {nt, n1});
-    for (int64_t h0 = 0; h0 < y[1]; h0 += rows_per_pass) {
-      const int64_t rows = std::min(rows_per_pass, y[1] - h0);
-      View<const T, 4> in;
-      in.data = input + (t0 * x[1] + h0) * x[2] * x[3];
-      const int64_t extents[4] = {nt, rows + w[2] - 1, x[2], x[3]};
-      const int64_t strides[4] = {x[1] * x[2] * x[3], x[2] * x[3], x[3], 1};
-      for (int d = 0; d < 4; ++d) in.extent[d] = extents[d], in.stride[d] = strides[d];
-      const auto slab = make_view<4>(operands.slab, {nt, rows, y[2], y[3]});
-      conv2d(queue, in, weight, conv_bias, slab, slab_params);
-      // The K range of these conv rows: rows of W1, or columns with transB.
-      View2<const T> w1_rows = w1;
-      const int k_axis = dense1_params.trans_b ? 1 : 0;
-      w1_rows.data += h0 * row_values * w1.stride[k_axis];
-      w1_rows.extent[k_axis] = rows * row_values;
-      GemmParams gp;
-      gp.beta = 1.0f;
-      gp.trans_b = dense1_params.trans_b;
-      gp.rows_independent = true;  // a patch's scores must not depend on its batch
-      gp.epilogue = h0 + rows == y[1] ? dense1_params.epilogue : Epilogue{};
-      GemmPackedBf16 packed_rows;
-      const int64_t k0 = h0 * row_values;
-      const int64_t kc = rows * row_values;
-      // Packed pairs can be sliced at even k0 and end mid-matrix only after an even kc.
-      if (operands.dense1_packed != nullptr && k0 % 2 == 0 &&
-          (kc % 2 == 0 || k0 + kc == operands.dense1_packed->k)) {
-        packed_rows = gemm_packed_rows(*operands.dense1_packed, k0, kc);
-        gp.packed_b = &packed_rows;
-      }
-      const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
-      gemm(queue, make_view<2>(static_cast<const T*>(operands.slab), {nt, rows * row_values}),
-           w1_rows, c, acc, gp);
-    }
-  }
+  weights.dense1_weight = make_view<2>(operands.dense1_weight, {w1_shape[0], w1_shape[1]});
+  weights.dense1_trans_b = dense1_params.trans_b;
+  if (dense1.inputs.size() > 2 && dense1.inputs[2] >= 0)
+    weights.dense1_bias = make_view(static_cast<const float*>(data_of(dense1.inputs[2])), n1);
+  weights.dense1_epilogue = dense1_params.epilogue;
+  weights.dense1_packed = operands.dense1_packed;
+  weights.hidden = dense_layer(g.ops[p.dense2], shapes, data_of);
   const Op& head_a = g.ops[p.head_a];
   const Op& head_b = g.ops[p.head_b];
+  weights.head_a = dense_layer(head_a, shapes, data_of);
+  weights.head_b = dense_layer(head_b, shapes, data_of);
+  ConvDenseHeadsWorkspace workspace;
+  workspace.dense1 = make_view<2>(buffers.dense1, {n, n1});
+  workspace.slab = operands.slab;
+  workspace.batch_tile = buffers.batch_tile;
+  workspace.rows_per_pass = buffers.rows_per_pass;
   const int64_t na = shapes[head_a.output][1], nb = shapes[head_b.output][1];
-  mlp_two_heads(queue, make_view<2>(static_cast<const float*>(buffers.dense1), {n, n1}),
-                dense_layer(g.ops[p.dense2], shapes, data_of), dense_layer(head_a, shapes, data_of),
-                dense_layer(head_b, shapes, data_of),
-                make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),
-                make_view<2>(data_of(head_b.output), {n, nb}));
+  conv_dense_heads<T>(queue, make_view<4>(operands.input, {x[0], x[1], x[2], x[3]}), weights,
+                      workspace, make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),
+                      make_view<2>(data_of(head_b.output), {n, nb}));
 }
 
 template void run_conv_dense_heads<float>(const Queue&, const Graph&, const ConvDenseHeads&,

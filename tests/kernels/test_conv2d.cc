@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +18,10 @@
 #include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
+#if KAAS_TEST_HAVE_EIGEN
+#include <Eigen/Dense>
+#endif
+
 namespace kaas::testing {
 namespace {
 
@@ -28,12 +31,14 @@ using Case = cases::ConvCase;
 using Data = cases::ConvData;
 using cases::describe;
 
+Conv2dShape shape_of(const Case& c) {
+  return cases::conv_shape(c);
+}
+
+#if KAAS_TEST_HAVE_EIGEN
 int64_t offset(Layout layout, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
                int64_t w) {
   return cases::conv_offset(layout, C, H, W, n, c, h, w);
-}
-Conv2dShape shape_of(const Case& c) {
-  return cases::conv_shape(c);
 }
 
 // The same convolution as an im2col matrix times the weight matrix, per group, with Eigen.
@@ -72,6 +77,7 @@ std::vector<double> reference_eigen(const Case& c, const Conv2dShape& s, const D
   }
   return y;
 }
+#endif
 
 bool is_simd(Conv2dImpl impl) {
   return impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512;
@@ -117,11 +123,13 @@ void run_case(const Queue& queue, const Case& c, const Data& d, bool exact,
   const Conv2dShape s = shape_of(c);
   std::vector<double> y, magnitude;
   cases::conv_reference(c, s, d, y, magnitude);
+#if KAAS_TEST_HAVE_EIGEN
   const std::vector<double> y_eigen = reference_eigen(c, s, d);
   ASSERT_EQ(y.size(), y_eigen.size());
   for (size_t i = 0; i < y.size(); ++i) {
     ASSERT_NEAR(y[i], y_eigen[i], 1e-9 * (1.0 + magnitude[i])) << "references disagree at " << i;
   }
+#endif
   int64_t in[4], out[4], wext[4];
   cases::conv_input_extents(c, in);
   cases::conv_output_extents(c, s, out);

@@ -11,13 +11,10 @@ namespace kaas::testing {
 void expect_cases_pass(const Backend& backend, std::string_view kernel) {
   const auto list = cases::cases_of(kernel);
   ASSERT_FALSE(list.empty()) << kernel << " has no case";
-  const bool emulator = backend.id() == BackendId::kGpuEmu;
-  const double budget = emulator ? kEmulatorCaseReferenceBudget : kCaseReferenceBudget;
   Queue queue(backend);
   int64_t skipped = 0;
   for (const cases::Case& c : list) {
-    const bool first = &c == &list.front();
-    if (!first && (c.reference_ops > budget || (emulator && c.bytes > kEmulatorCaseBytesBudget))) {
+    if (!cases::within_check_budget(c, backend, &c == &list.front())) {
       ++skipped;
       continue;
     }
