@@ -263,11 +263,15 @@ bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
   auto dense1 = kaas::make_device_buffer<float>(queue, size_t(largest * kHidden1));
   auto out_a = kaas::make_device_buffer<float>(queue, size_t(largest * kClasses));
   auto out_b = kaas::make_device_buffer<float>(queue, size_t(largest));
-  // The slab: a batch tile of 64 patches' conv rows within 8 MiB (the fused plan's budget).
+  // The slab as the ONNX model's fused plan sizes it (models/onnx_model.h defaults): tiles of up
+  // to 256 patches; on the CPU the conv rows that fit 8 MiB, on a GPU the whole conv output.
   kaas::ConvDenseHeadsWorkspace workspace;
-  workspace.batch_tile = 64;
-  workspace.rows_per_pass = kaas::conv_dense_heads_slab_rows(kConvOut, kConvOut, kFilters, 64,
-                                                             8 << 20, int64_t(sizeof(T)));
+  workspace.batch_tile = std::min<int64_t>(largest, 256);
+  const int64_t budget =
+      kaas::conv_dense_heads_slab_budget(queue.backend(), kConvOut, kConvOut, kFilters,
+                                         workspace.batch_tile, 8 << 20, int64_t(sizeof(T)));
+  workspace.rows_per_pass = kaas::conv_dense_heads_slab_rows(
+      kConvOut, kConvOut, kFilters, workspace.batch_tile, budget, int64_t(sizeof(T)));
   auto slab = kaas::make_device_buffer<T>(
       queue, size_t(workspace.batch_tile * workspace.rows_per_pass * kConvOut * kFilters));
   workspace.slab = slab.data();

@@ -39,6 +39,14 @@ int64_t conv_dense_heads_slab_rows(int64_t out_h, int64_t out_w, int64_t out_cha
                              std::max<int64_t>(out_h, 1));
 }
 
+int64_t conv_dense_heads_slab_budget(const Backend& backend, int64_t out_h, int64_t out_w,
+                                     int64_t out_channels, int64_t batch_tile,
+                                     int64_t host_slab_bytes, int64_t element_bytes) {
+  return backend.device_memory_is_host()
+             ? host_slab_bytes
+             : batch_tile * out_h * out_w * out_channels * element_bytes;
+}
+
 template <class T>
 void conv_dense_heads(const Queue& queue, View<const T, 4> input,
                       const ConvDenseHeadsWeights<T>& weights,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "kaas/backends/backend.h"
 #include "kaas/backends/half.h"
 #include "kaas/backends/queue.h"
 #include "kaas/backends/view.h"
@@ -46,6 +47,13 @@ struct ConvDenseHeadsWorkspace {
 // Slab rows per pass for a batch tile under a byte budget (at least one, at most out_h).
 int64_t conv_dense_heads_slab_rows(int64_t out_h, int64_t out_w, int64_t out_channels,
                                    int64_t batch_tile, int64_t slab_bytes, int64_t element_bytes);
+
+// The slab budget on `backend`: where device memory is the host's, `host_slab_bytes` (the slab
+// stays in the last-level cache); on a GPU the whole conv output of a batch tile (one conv and
+// one GEMM per tile).
+int64_t conv_dense_heads_slab_budget(const Backend& backend, int64_t out_h, int64_t out_w,
+                                     int64_t out_channels, int64_t batch_tile,
+                                     int64_t host_slab_bytes, int64_t element_bytes);
 
 // input [n, H, W, C] (NHWC); out_a [n, A] softmax probabilities, out_b [n, B]. Shapes are checked
 // (kInvalidArgument naming the operand) before anything runs.

@@ -11,6 +11,8 @@
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/queue.h"
 #include "kaas/common/error.h"
+#include "kaas/kernels/conv_dense_heads.h"
+#include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/convert.h"
 #include "kaas/kernels/gemm.h"
 #include "kaas/models/onnx_fused.h"
@@ -249,9 +251,9 @@ class OnnxModel final : public OnnxDeviceModel {
     options_.fused_batch_tile = tile;
     const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
     const int64_t element_bytes = options_.precision == Precision::kFp32 ? 4 : 2;
-    const int64_t slab_budget = queue_.backend().device_memory_is_host()
-                                    ? options_.fused_slab_bytes
-                                    : tile * element_count(conv_out) / conv_out[0] * element_bytes;
+    const int64_t slab_budget =
+        conv_dense_heads_slab_budget(queue_.backend(), conv_out[1], conv_out[2], conv_out[3], tile,
+                                     options_.fused_slab_bytes, element_bytes);
     const int64_t rows =
         onnx_import::slab_rows(graph_, *fused_, max_shapes_, tile, slab_budget, element_bytes);
     fused_rows_per_pass_ = rows;

@@ -29,8 +29,13 @@ constexpr int64_t kDefaultPatches = 20480;
 constexpr int64_t kBatch = 256;
 
 // The emulated GPU runs the portable kernels with a fiber switch per sync(), about 30 ms per
-// patch and precision here: it checks the single-source kernels on 128 patches.
+// patch and precision here: it checks the single-source kernels on 128 patches (32 under a
+// sanitizer, which annotates every switch).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int64_t kEmulatorPatches = 32;
+#else
 constexpr int64_t kEmulatorPatches = 128;
+#endif
 
 int64_t patches_wanted(const Backend& backend) {
   const char* text = std::getenv("KAAS_PRECISION_PATCHES");
