@@ -1,9 +1,14 @@
 #include "kaas/kernels/conv_dense_heads.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 #include "kaas/kernels/detail/checks.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace kaas {
 
@@ -30,7 +35,83 @@ void check_conv(const Conv2dParams& c) {
               str(c.groups));
 }
 
+// The slab passes over patches [p0, p1) in tiles of `tile` patches, each tile's conv rows
+// written to `slab` and accumulated into the rows of workspace.dense1 of its patches.
+template <class T>
+struct SlabPasses {
+  const Queue& queue;
+  View<const T, 4> input;
+  const ConvDenseHeadsWeights<T>& weights;
+  const ConvDenseHeadsWorkspace& workspace;
+  int64_t out_h, row_values;
+  int k_axis;
+  int64_t n1;
+
+  void run(int64_t p0, int64_t p1, int64_t tile, T* slab_data) const {
+    const auto& w = weights.conv_weight.extent;  // [OC, C, KH, KW]
+    const int64_t out_w = input.extent[2] - w[3] + 1;
+    const int64_t rows_per_pass = std::min(workspace.rows_per_pass, out_h);
+    View2<const float> bias1;
+    if (weights.dense1_bias.extent[0] > 0) {
+      bias1.data = weights.dense1_bias.data;
+      bias1.extent[0] = 1, bias1.extent[1] = n1, bias1.stride[0] = 0,
+      bias1.stride[1] = weights.dense1_bias.stride[0];
+    }
+    Conv2dParams slab_params = weights.conv;
+    slab_params.auto_pad = AutoPad::kNotSet;
+    slab_params.pad_top = slab_params.pad_left = slab_params.pad_bottom = slab_params.pad_right = 0;
+    for (int64_t t0 = p0; t0 < p1; t0 += tile) {
+      const int64_t nt = std::min(tile, p1 - t0);
+      View2<float> acc = workspace.dense1;
+      acc.data += t0 * acc.stride[0];
+      acc.extent[0] = nt;
+      for (int64_t h0 = 0; h0 < out_h; h0 += rows_per_pass) {
+        const int64_t rows = std::min(rows_per_pass, out_h - h0);
+        View<const T, 4> in = input;
+        in.data += t0 * input.stride[0] + h0 * input.stride[1];
+        in.extent[0] = nt;
+        in.extent[1] = rows + w[2] - 1;
+        const auto slab = make_view<4>(slab_data, {nt, rows, out_w, w[0]});
+        conv2d(queue, in, weights.conv_weight, weights.conv_bias, slab, slab_params);
+        // The K range of these conv rows: rows of W1, or columns with transB.
+        View2<const T> w1_rows = weights.dense1_weight;
+        w1_rows.data += h0 * row_values * w1_rows.stride[k_axis];
+        w1_rows.extent[k_axis] = rows * row_values;
+        GemmParams gp;
+        gp.beta = 1.0f;
+        gp.trans_b = weights.dense1_trans_b;
+        gp.rows_independent = true;  // a patch's scores must not depend on its batch
+        gp.impl = workspace.dense1_impl;
+        gp.epilogue = h0 + rows == out_h ? weights.dense1_epilogue : Epilogue{};
+        GemmPackedBf16 packed_rows;
+        const int64_t k0 = h0 * row_values;
+        const int64_t kc = rows * row_values;
+        // Packed pairs can be sliced at even k0 and end mid-matrix only after an even kc.
+        if (weights.dense1_packed != nullptr && k0 % 2 == 0 &&
+            (kc % 2 == 0 || k0 + kc == weights.dense1_packed->k)) {
+          packed_rows = gemm_packed_rows(*weights.dense1_packed, k0, kc);
+          gp.packed_b = &packed_rows;
+        }
+        const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
+        gemm(queue, make_view<2>(static_cast<const T*>(slab_data), {nt, kc}), w1_rows, c, acc, gp);
+      }
+    }
+  }
+};
+
 }  // namespace
+
+std::string_view to_string(ConvDenseHeadsSplit split) {
+  return split == ConvDenseHeadsSplit::kBatch ? "batch" : "kernels";
+}
+
+int conv_dense_heads_batch_threads(const Queue& queue) {
+#if defined(_OPENMP)
+  if (queue.backend_id() == BackendId::kOpenmp && !omp_in_parallel()) return omp_get_max_threads();
+#endif
+  (void)queue;
+  return 1;
+}
 
 int64_t conv_dense_heads_slab_rows(int64_t out_h, int64_t out_w, int64_t out_channels,
                                    int64_t batch_tile, int64_t slab_bytes, int64_t element_bytes) {
@@ -48,10 +129,10 @@ int64_t conv_dense_heads_slab_budget(const Backend& backend, int64_t out_h, int6
 }
 
 template <class T>
-void conv_dense_heads(const Queue& queue, View<const T, 4> input,
-                      const ConvDenseHeadsWeights<T>& weights,
-                      const ConvDenseHeadsWorkspace& workspace, View2<float> out_a,
-                      View2<float> out_b) {
+ConvDenseHeadsRun conv_dense_heads(const Queue& queue, View<const T, 4> input,
+                                   const ConvDenseHeadsWeights<T>& weights,
+                                   const ConvDenseHeadsWorkspace& workspace, View2<float> out_a,
+                                   View2<float> out_b) {
   check_conv(weights.conv);
   detail::check_view(input, kWhere, "input");
   detail::check_view(weights.conv_weight, kWhere, "conv_weight");
@@ -77,68 +158,55 @@ void conv_dense_heads(const Queue& queue, View<const T, 4> input,
           kWhere, "workspace", "a slab, batch_tile >= 1 and rows_per_pass >= 1",
           "batch_tile " + str(workspace.batch_tile) + ", rows_per_pass " +
               str(workspace.rows_per_pass));
-  if (n == 0) return;
+  ConvDenseHeadsRun ran;
+  if (n == 0) return ran;
 
+  const SlabPasses<T> passes{queue, input, weights, workspace, out_h, row_values, k_axis, n1};
   const int64_t tile = std::min(n, workspace.batch_tile);
-  const int64_t rows_per_pass = std::min(workspace.rows_per_pass, out_h);
-  T* const slab_data = static_cast<T*>(workspace.slab);
-  View2<const float> bias1;
-  if (weights.dense1_bias.extent[0] > 0) {
-    bias1.data = weights.dense1_bias.data;
-    bias1.extent[0] = 1, bias1.extent[1] = n1, bias1.stride[0] = 0,
-    bias1.stride[1] = weights.dense1_bias.stride[0];
-  }
-  Conv2dParams slab_params = weights.conv;
-  slab_params.auto_pad = AutoPad::kNotSet;
-  slab_params.pad_top = slab_params.pad_left = slab_params.pad_bottom = slab_params.pad_right = 0;
-  for (int64_t t0 = 0; t0 < n; t0 += tile) {
-    const int64_t nt = std::min(tile, n - t0);
-    View2<float> acc = workspace.dense1;
-    acc.data += t0 * acc.stride[0];
-    acc.extent[0] = nt;
-    for (int64_t h0 = 0; h0 < out_h; h0 += rows_per_pass) {
-      const int64_t rows = std::min(rows_per_pass, out_h - h0);
-      View<const T, 4> in = input;
-      in.data += t0 * input.stride[0] + h0 * input.stride[1];
-      in.extent[0] = nt;
-      in.extent[1] = rows + w[2] - 1;
-      const auto slab = make_view<4>(slab_data, {nt, rows, out_w, w[0]});
-      conv2d(queue, in, weights.conv_weight, weights.conv_bias, slab, slab_params);
-      // The K range of these conv rows: rows of W1, or columns with transB.
-      View2<const T> w1_rows = weights.dense1_weight;
-      w1_rows.data += h0 * row_values * w1_rows.stride[k_axis];
-      w1_rows.extent[k_axis] = rows * row_values;
-      GemmParams gp;
-      gp.beta = 1.0f;
-      gp.trans_b = weights.dense1_trans_b;
-      gp.rows_independent = true;  // a patch's scores must not depend on its batch
-      gp.epilogue = h0 + rows == out_h ? weights.dense1_epilogue : Epilogue{};
-      GemmPackedBf16 packed_rows;
-      const int64_t k0 = h0 * row_values;
-      const int64_t kc = rows * row_values;
-      // Packed pairs can be sliced at even k0 and end mid-matrix only after an even kc.
-      if (weights.dense1_packed != nullptr && k0 % 2 == 0 &&
-          (kc % 2 == 0 || k0 + kc == weights.dense1_packed->k)) {
-        packed_rows = gemm_packed_rows(*weights.dense1_packed, k0, kc);
-        gp.packed_b = &packed_rows;
+  const int64_t slab_values = std::min(workspace.rows_per_pass, out_h) * out_w * w[0];
+  T* const slab = static_cast<T*>(workspace.slab);
+  bool batch_split = false;
+#if defined(_OPENMP)
+  const int threads = conv_dense_heads_batch_threads(queue);
+  batch_split = workspace.split == ConvDenseHeadsSplit::kBatch && threads > 1 && tile >= threads;
+  if (batch_split) {
+    // Thread t takes patches [n t / T, n (t + 1) / T) in tiles of `share` patches, on slab
+    // patches [t share, (t + 1) share): disjoint rows of the slab and of the accumulator. The
+    // kernels called inside the region run on the calling thread alone.
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
+      if (t == 0) ran = {ConvDenseHeadsSplit::kBatch, int(team)};
+      const int64_t share = tile / team;
+      try {
+        passes.run(n * t / team, n * (t + 1) / team, share, slab + t * share * slab_values);
+      } catch (...) {
+#pragma omp critical(kaas_conv_dense_heads_failure)
+        if (!failure) failure = std::current_exception();
       }
-      const View2<const float> c = h0 == 0 ? bias1 : View2<const float>(acc);
-      gemm(queue, make_view<2>(static_cast<const T*>(slab_data), {nt, kc}), w1_rows, c, acc, gp);
     }
+    if (failure) std::rethrow_exception(failure);
   }
+#endif
+  if (!batch_split) passes.run(0, n, tile, slab);
   View2<const float> dense1 = workspace.dense1;
   dense1.extent[0] = n;
   mlp_two_heads(queue, dense1, weights.hidden, weights.head_a, weights.head_b, out_a, out_b);
+  return ran;
 }
 
-template void conv_dense_heads<float>(const Queue&, View<const float, 4>,
-                                      const ConvDenseHeadsWeights<float>&,
-                                      const ConvDenseHeadsWorkspace&, View2<float>, View2<float>);
-template void conv_dense_heads<bf16>(const Queue&, View<const bf16, 4>,
-                                     const ConvDenseHeadsWeights<bf16>&,
-                                     const ConvDenseHeadsWorkspace&, View2<float>, View2<float>);
-template void conv_dense_heads<fp16>(const Queue&, View<const fp16, 4>,
-                                     const ConvDenseHeadsWeights<fp16>&,
-                                     const ConvDenseHeadsWorkspace&, View2<float>, View2<float>);
+template ConvDenseHeadsRun conv_dense_heads<float>(const Queue&, View<const float, 4>,
+                                                   const ConvDenseHeadsWeights<float>&,
+                                                   const ConvDenseHeadsWorkspace&, View2<float>,
+                                                   View2<float>);
+template ConvDenseHeadsRun conv_dense_heads<bf16>(const Queue&, View<const bf16, 4>,
+                                                  const ConvDenseHeadsWeights<bf16>&,
+                                                  const ConvDenseHeadsWorkspace&, View2<float>,
+                                                  View2<float>);
+template ConvDenseHeadsRun conv_dense_heads<fp16>(const Queue&, View<const fp16, 4>,
+                                                  const ConvDenseHeadsWeights<fp16>&,
+                                                  const ConvDenseHeadsWorkspace&, View2<float>,
+                                                  View2<float>);
 
 }  // namespace kaas

@@ -179,6 +179,8 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   workspace.slab = operands.slab;
   workspace.batch_tile = buffers.batch_tile;
   workspace.rows_per_pass = buffers.rows_per_pass;
+  workspace.split = buffers.split;
+  workspace.dense1_impl = buffers.dense1_impl;
   const int64_t na = shapes[head_a.output][1], nb = shapes[head_b.output][1];
   conv_dense_heads<T>(queue, make_view<4>(operands.input, {x[0], x[1], x[2], x[3]}), weights,
                       workspace, make_view<2>(data_of(g.ops[p.softmax].output), {n, na}),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kaas/backends/queue.h"
+#include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/gemm.h"
 #include "kaas/models/onnx_graph.h"
 
@@ -25,6 +26,8 @@ struct FusedBuffers {
   int64_t batch_tile;     // patches per slab pass
   int64_t rows_per_pass;  // conv output rows per slab: fixed by the plan, not by the batch, so a
                           // patch's result does not depend on what it is batched with
+  ConvDenseHeadsSplit split = ConvDenseHeadsSplit::kKernels;  // the planner's choices
+  GemmImpl dense1_impl = GemmImpl::kAuto;
 };
 
 // What the conv and the first dense layer read and write, stored as T: float (the graph's own

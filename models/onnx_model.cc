@@ -12,9 +12,9 @@
 #include "kaas/backends/queue.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/conv_dense_heads.h"
-#include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/convert.h"
 #include "kaas/kernels/gemm.h"
+#include "kaas/kernels/planner.h"
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"
@@ -287,6 +287,70 @@ class OnnxModel final : public OnnxDeviceModel {
                     std::to_string(rows) + " output rows x " + std::to_string(tile) +
                     " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
                     "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
+    plan_fused_execution(tile);
+  }
+
+  // The planner's candidates for the fused plan on the CPU backends: thread split x first-layer
+  // GEMM, today's fixed rule (kernel split, kAuto's GEMM) first. Each is timed on `batch` rows
+  // of the real shapes; the outputs are the same bits for every split and for the fp32 GEMMs
+  // (one FMA chain per element in either vector width); the bf16 kernels round differently
+  // (vdpbf16ps multiplies pairs), so the choice is made once, at load, for every batch.
+  void plan_fused_execution(int64_t batch) {
+    const BackendId id = queue_.backend_id();
+    if (id != BackendId::kSerial && id != BackendId::kOpenmp) return;
+    const Op& dense1 = graph_.ops[fused_->dense1];
+    const int64_t n1 = max_shapes_[dense1.output][1];
+    const bool trans_b = dense1.attr<GemmParams>().trans_b;
+    std::vector<std::pair<GemmImpl, std::string>> impls;
+    if (options_.precision == Precision::kFp32) {
+      if (gemm_avx512_available() && n1 % 16 == 0) impls.emplace_back(GemmImpl::kAvx512, "avx512");
+      if (gemm_avx2_available() && n1 % 8 == 0) impls.emplace_back(GemmImpl::kAvx2, "avx2");
+    } else {
+      if (gemm_avx512_available() && n1 % 16 == 0 && !trans_b)
+        impls.emplace_back(GemmImpl::kAvx512, "avx512 widened");
+      const auto* bf16_layers = std::get_if<ReducedLayers<bf16>>(&reduced_);
+      if (bf16_layers != nullptr && bf16_layers->dense1_packed.pairs != nullptr)
+        impls.emplace_back(GemmImpl::kAvx512Bf16, "avx512_bf16 vdpbf16ps");
+    }
+    if (impls.empty()) impls.emplace_back(GemmImpl::kAuto, "auto");
+    std::vector<ConvDenseHeadsSplit> splits{ConvDenseHeadsSplit::kKernels};
+    const int threads = conv_dense_heads_batch_threads(queue_);
+    if (threads > 1 && batch >= threads) splits.push_back(ConvDenseHeadsSplit::kBatch);
+    std::vector<planner::Candidate> candidates;
+    std::vector<std::pair<ConvDenseHeadsSplit, GemmImpl>> choices;
+    for (const auto split : splits) {
+      for (const auto& [impl, impl_name] : impls) {
+        choices.emplace_back(split, impl);
+        candidates.push_back({std::string(to_string(split)) + " split, " + impl_name,
+                              [this, split, impl = impl, batch] {
+                                fused_split_ = split;
+                                fused_impl_ = impl;
+                                run_device(batch);
+                                queue_.wait();
+                              }});
+      }
+    }
+    const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
+    if (mode == planner::Mode::kMeasure && candidates.size() > 1) {
+      // Trial input: the rescaled-ADC range of the network's training data, fixed pattern.
+      const int input = graph_.ops[fused_->conv].inputs[0];
+      std::vector<float> values(size_t(element_count(max_shapes_[input])));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i * 7919 % 2000)) / 100 - 5;
+      copy_to_device(queue_, std::span<const float>(values), storage(input));
+      queue_.wait();
+    }
+    const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
+    const std::string point =
+        "conv-dense-heads " + std::string(to_string(options_.precision)) + " " +
+        std::string(queue_.backend().name()) + " threads " + std::to_string(threads) + " conv " +
+        shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " N1 " + std::to_string(n1) +
+        (trans_b ? " transB" : "") + " slab rows " + std::to_string(fused_rows_per_pass_) +
+        " batch " + std::to_string(batch);
+    const planner::Decision d = planner::choose(point, candidates, mode);
+    fused_split_ = choices[d.chosen].first;
+    fused_impl_ = choices[d.chosen].second;
+    // Before the closing "plan:" line, which callers read as the plan's summary.
+    plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
   }
 
   // The 16-bit copies of the fused plan's first layers; returns the first dense layer's gemm.
@@ -315,15 +379,18 @@ class OnnxModel final : public OnnxDeviceModel {
       impl = "avx512 (16-bit blocks widened to fp32)";
     if constexpr (std::is_same_v<T, bf16>) {
       // A transposed W1 (PyTorch Linear) is packed in K-pairs for the AVX512-BF16 kernel.
-      if (tiles_fit && trans_b && row_values % 2 == 0 && gemm_avx512_bf16_available()) {
+      // A row-major one too, as the planner's vdpbf16ps candidate against the widened blocks.
+      if (tiles_fit && row_values % 2 == 0 && gemm_avx512_bf16_available()) {
         const Shape& w1 = graph_.values[dense1.inputs[1]].shape;
         View2<const bf16> op_w1 = make_view<2>(dense1_weight.data(), {w1[0], w1[1]});
-        std::swap(op_w1.extent[0], op_w1.extent[1]);
-        std::swap(op_w1.stride[0], op_w1.stride[1]);
+        if (trans_b) {
+          std::swap(op_w1.extent[0], op_w1.extent[1]);
+          std::swap(op_w1.stride[0], op_w1.stride[1]);
+        }
         layers.dense1_pairs.resize(
             size_t(gemm_packed_bf16_elements(op_w1.extent[0], op_w1.extent[1])));
         layers.dense1_packed = gemm_pack_bf16(op_w1, layers.dense1_pairs.data());
-        impl = "avx512_bf16 (W1 packed in K-pairs at load)";
+        if (trans_b) impl = "avx512_bf16 (W1 packed in K-pairs at load)";
       }
     }
     queue_.wait();
@@ -333,7 +400,7 @@ class OnnxModel final : public OnnxDeviceModel {
 
   void run_fused() {
     const onnx_import::FusedBuffers buffers{fused_dense1_.data(), options_.fused_batch_tile,
-                                            fused_rows_per_pass_};
+                                            fused_rows_per_pass_, fused_split_, fused_impl_};
     const std::function<float*(int)> data_of = [this](int v) { return data(v); };
     const Op& conv = graph_.ops[fused_->conv];
     const Op& dense1 = graph_.ops[fused_->dense1];
@@ -379,6 +446,8 @@ class OnnxModel final : public OnnxDeviceModel {
   std::optional<onnx_import::ConvDenseHeads> fused_;
   DeviceBuffer<float> fused_slab_, fused_dense1_;
   int64_t fused_rows_per_pass_ = 1;
+  ConvDenseHeadsSplit fused_split_ = ConvDenseHeadsSplit::kKernels;
+  GemmImpl fused_impl_ = GemmImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::mutex mutex_;
 };

@@ -15,12 +15,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <onnx/onnx_pb.h>
 
 #include "kaas/backends/backend.h"
 #include "kaas/backends/queue.h"
+#include "kaas/kernels/planner.h"
 #include "kaas/models/model.h"
 #include "kaas/models/precision.h"
 
@@ -42,6 +44,10 @@ struct OnnxModelOptions {
   // bf16 / fp16: the fused plan's conv and first dense layer on 16-bit weights and activations
   // (fp32 accumulation, bias, later layers and outputs); other plans accept only fp32.
   Precision precision = Precision::kFp32;
+  // The fused plan's thread split and first-layer GEMM: measured at load by the planner
+  // (kernels/planner.h; cached per CPU model and shape), or today's fixed rules. Unset: the
+  // KAAS_PLANNER environment variable (measure unless "fixed").
+  std::optional<planner::Mode> planner;
 };
 
 // An imported model with device-level access, for models that chain the network with other

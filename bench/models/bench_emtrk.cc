@@ -146,7 +146,13 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
     set_patch_counters(state, batch, threads);
     if (precision != models::Precision::kFp32)
       set_bf16_peak_fraction(state, kFlopsPerPatch * double(batch));
-    state.SetLabel(model->describe().back());
+    // The plan, and what the planner chose with the candidates' measured times.
+    const auto plan = model->describe();
+    std::string label = plan.back();
+    for (const std::string& line : plan) {
+      if (line.rfind("planner: ", 0) == 0) label += "; " + line;
+    }
+    state.SetLabel(label);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }

@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
@@ -13,6 +18,28 @@
 
 namespace kaas::testing {
 namespace {
+
+#if defined(_OPENMP)
+constexpr bool kOpenmpCompiled = true;
+// Sets the calling thread's OpenMP thread count for a scope.
+class OmpThreadsForTest {
+ public:
+  explicit OmpThreadsForTest(int threads) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
+  ~OmpThreadsForTest() { omp_set_num_threads(saved_); }
+  OmpThreadsForTest(const OmpThreadsForTest&) = delete;
+  OmpThreadsForTest& operator=(const OmpThreadsForTest&) = delete;
+
+ private:
+  int saved_;
+};
+#else
+constexpr bool kOpenmpCompiled = false;
+struct OmpThreadsForTest {
+  explicit OmpThreadsForTest(int) {}
+};
+#endif
 
 // A small network of the EmTrkMichelId shape: [n, 9, 7, 2] NHWC -> conv 6 x 3x3 + ReLU ->
 // dense 210 -> 10 ReLU -> dense 8 ReLU -> softmax(3) and sigmoid(2).
@@ -77,7 +104,8 @@ class ConvDenseHeadsTest : public ::testing::TestWithParam<const Backend*> {
  protected:
   // Runs the network on `x` ([n, kH, kW, kC]); W1 stored transposed ([N1, K]) when trans_b.
   Outputs run(const Net& net, const std::vector<float>& x, int64_t n, int64_t batch_tile,
-              int64_t rows_per_pass, bool trans_b, Conv2dParams conv = nhwc_relu()) {
+              int64_t rows_per_pass, bool trans_b, Conv2dParams conv = nhwc_relu(),
+              ConvDenseHeadsSplit split = ConvDenseHeadsSplit::kKernels) {
     Queue queue(*GetParam());
     std::vector<float> w1 = net.w1;
     if (trans_b)
@@ -107,12 +135,15 @@ class ConvDenseHeadsTest : public ::testing::TestWithParam<const Backend*> {
     ws.slab = slab.view().data;
     ws.batch_tile = batch_tile;
     ws.rows_per_pass = rows_per_pass;
-    conv_dense_heads<float>(
+    ws.split = split;
+    last_run = conv_dense_heads<float>(
         queue, make_view<4>(static_cast<const float*>(dx.view().data), {n, kH, kW, kC}), w, ws,
         make_view<2>(out_a.view().data, {n, kA}), make_view<2>(out_b.view().data, {n, kB}));
     queue.wait();
     return {out_a.read(), out_b.read()};
   }
+
+  ConvDenseHeadsRun last_run;
 
   static Conv2dParams nhwc_relu() {
     Conv2dParams p;
@@ -157,6 +188,37 @@ TEST_P(ConvDenseHeadsTest, APatchGivesTheSameBitsInAnyBatch) {
   const Outputs alone = run(net, one, 1, 2, 3, false);
   for (int64_t j = 0; j < kA; ++j) EXPECT_EQ(alone.a[j], batch.a[3 * kA + j]) << j;
   for (int64_t j = 0; j < kB; ++j) EXPECT_EQ(alone.b[j], batch.b[3 * kB + j]) << j;
+}
+
+// The batch split (one share of the batch per thread, each running its own slab passes) gives
+// the kernel split's bits: for batches and tiles that divide unevenly over 2 and 3 threads,
+// called from the first thread and from a std::thread (whose OpenMP setting is its own).
+TEST_P(ConvDenseHeadsTest, TheBatchSplitGivesTheKernelSplitsBits) {
+  const Net net = make_net();
+  const int64_t n = 7;
+  const auto x = random_floats(n * kH * kW * kC, 24, -1.0f, 2.0f);
+  const bool openmp = GetParam()->id() == BackendId::kOpenmp;
+  for (int threads : {2, 3}) {
+    for (int64_t tile : {int64_t(1), int64_t(3), n}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " tile " + std::to_string(tile));
+      const Outputs kernels = run(net, x, n, tile, 2, false);
+      auto batch_split = [&] {
+        const OmpThreadsForTest omp(threads);
+        return run(net, x, n, tile, 2, false, nhwc_relu(), ConvDenseHeadsSplit::kBatch);
+      };
+      Outputs split = batch_split();
+      EXPECT_EQ(kernels.a, split.a);
+      EXPECT_EQ(kernels.b, split.b);
+      const bool splits = openmp && kOpenmpCompiled && tile >= threads;
+      EXPECT_EQ(last_run.split,
+                splits ? ConvDenseHeadsSplit::kBatch : ConvDenseHeadsSplit::kKernels);
+      EXPECT_EQ(last_run.threads, splits ? threads : 1);
+      last_run = {};
+      std::thread([&] { split = batch_split(); }).join();
+      EXPECT_EQ(kernels.a, split.a);
+      EXPECT_EQ(last_run.threads, splits ? threads : 1) << "from a std::thread";
+    }
+  }
 }
 
 TEST_P(ConvDenseHeadsTest, RejectsWhatTheSlabPassesCannotSlice) {

@@ -10,6 +10,9 @@
 #include <span>
 
 #include "kaas/common/error.h"
+#include "kaas/kernels/conv_dense_heads.h"
+#include "kaas/kernels/gemm.h"
+#include "kaas/kernels/planner.h"
 #include "kaas/models/npy.h"
 
 #include "kaas/models/onnx_model.h"
@@ -274,6 +277,50 @@ std::string forward_name(const ::testing::TestParamInfo<ForwardParam>& info) {
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EmTrkForwardTest);
 INSTANTIATE_TEST_SUITE_P(Backends, EmTrkForwardTest, ::testing::ValuesIn(forward_params()),
                          forward_name);
+
+// The planner's measured choice (thread split x first-layer GEMM) gives the fixed rule's bits in
+// fp32, and the plan log names the choice and the candidates' times.
+TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
+  const Backend* found = nullptr;
+  for (const Backend* b : compiled_backends())
+    if (b->id() == BackendId::kOpenmp) found = b;
+  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const Backend& openmp = *found;
+  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  const int64_t batch = 6;
+  const auto patches = random_floats(batch * 48 * 48, 98, -5.0f, 15.0f);
+  const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
+      "main_input", models::DataType::kFloat32, {batch, 48, 48, 1}, patches)};
+  auto run_with = [&](planner::Mode mode, std::vector<std::string>& plan) {
+    models::OnnxModelOptions options;
+    options.max_batch = batch;
+    options.planner = mode;
+    const auto model = models::make_onnx_model(proto, openmp, options);
+    plan = model->describe();
+    return model->run(inputs);
+  };
+  std::vector<std::string> fixed_plan, measured_plan;
+  const auto fixed = run_with(planner::Mode::kFixed, fixed_plan);
+  const auto measured = run_with(planner::Mode::kMeasure, measured_plan);
+  ASSERT_EQ(fixed.size(), measured.size());
+  for (size_t o = 0; o < fixed.size(); ++o) EXPECT_EQ(fixed[o].bytes, measured[o].bytes) << o;
+  auto planner_line = [](const std::vector<std::string>& plan) {
+    for (const auto& line : plan)
+      if (line.rfind("planner: ", 0) == 0) return line;
+    return std::string();
+  };
+  EXPECT_NE(planner_line(fixed_plan).find("kernels split"), std::string::npos)
+      << planner_line(fixed_plan);
+  EXPECT_NE(planner_line(fixed_plan).find("(fixed rule)"), std::string::npos);
+  // Several candidates: two GEMM widths, or a batch split over several threads.
+  const bool several = (gemm_avx512_available() && gemm_avx2_available()) ||
+                       conv_dense_heads_batch_threads(Queue(openmp)) > 1;
+  if (several) {
+    EXPECT_NE(planner_line(measured_plan).find("measured "), std::string::npos)
+        << planner_line(measured_plan);
+  }
+  EXPECT_EQ(measured_plan.back().rfind("plan: fused", 0), 0u) << measured_plan.back();
+}
 
 }  // namespace
 }  // namespace kaas::testing

@@ -1,0 +1,186 @@
+#include "kaas/kernels/planner.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kaas/common/error.h"
+
+namespace kaas::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A cache file in a fresh directory for each test, restoring KAAS_PLANNER_CACHE afterwards.
+class PlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* old = std::getenv("KAAS_PLANNER_CACHE");
+    saved_ = old == nullptr ? "" : old;
+    had_ = old != nullptr;
+    dir_ = fs::temp_directory_path() /
+           ("kaas_planner_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    path_ = (dir_ / "sub" / "plans.tsv").string();  // its directory does not exist yet
+    ::setenv("KAAS_PLANNER_CACHE", path_.c_str(), 1);
+    planner::forget_process_decisions();
+  }
+  void TearDown() override {
+    if (had_) {
+      ::setenv("KAAS_PLANNER_CACHE", saved_.c_str(), 1);
+    } else {
+      ::unsetenv("KAAS_PLANNER_CACHE");
+    }
+    planner::forget_process_decisions();
+    fs::remove_all(dir_);
+  }
+  std::string file_text() const {
+    std::ifstream in(path_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  // Candidates that sleep for the given milliseconds and count their runs.
+  std::vector<planner::Candidate> sleepers(const std::vector<int>& ms) {
+    runs_.assign(ms.size(), 0);
+    std::vector<planner::Candidate> list;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      std::string name = "c";
+      name += std::to_string(i);
+      name += '_';
+      name += std::to_string(ms[i]);
+      name += "ms";
+      list.push_back({name, [this, i, ms] {
+                        ++runs_[i];
+                        std::this_thread::sleep_for(std::chrono::milliseconds(ms[i]));
+                      }});
+    }
+    return list;
+  }
+
+  std::string path_;
+  fs::path dir_;
+  std::vector<int> runs_;
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
+TEST_F(PlannerTest, FixedModeTakesTheFirstCandidateAndRunsNothing) {
+  const auto list = sleepers({20, 1});
+  const auto d = planner::choose("point", list, planner::Mode::kFixed);
+  EXPECT_EQ(d.chosen, 0u);
+  EXPECT_EQ(d.chosen_name, "c0_20ms");
+  EXPECT_TRUE(d.fixed);
+  EXPECT_EQ(runs_, (std::vector<int>{0, 0}));
+  EXPECT_FALSE(fs::exists(path_));
+  EXPECT_EQ(d.describe("point"), "point: c0_20ms (fixed rule)");
+}
+
+TEST_F(PlannerTest, MeasuresKeepsTheFastestAndARestartReadsItFromTheCache) {
+  const auto list = sleepers({30, 2, 15});
+  const auto d = planner::choose("point A", list, planner::Mode::kMeasure);
+  EXPECT_EQ(d.chosen_name, "c1_2ms");
+  EXPECT_FALSE(d.from_cache);
+  ASSERT_EQ(d.ms.size(), 3u);
+  EXPECT_GE(d.ms[0], 30.0);
+  EXPECT_LT(d.ms[1], d.ms[2]);
+  EXPECT_GT(d.trial_seconds, 0.0);
+  for (int runs : runs_) EXPECT_GE(runs, 2) << "a warm-up and at least one timed run";
+  EXPECT_NE(file_text().find("point A|c0_30ms,c1_2ms,c2_15ms\tc1_2ms\t"), std::string::npos)
+      << file_text();
+
+  // A restarted process (no decisions in memory) reads the file: no candidate runs.
+  planner::forget_process_decisions();
+  const auto again = sleepers({30, 2, 15});
+  const auto cached = planner::choose("point A", again, planner::Mode::kMeasure);
+  EXPECT_TRUE(cached.from_cache);
+  EXPECT_EQ(cached.chosen, 1u);
+  ASSERT_EQ(cached.ms.size(), d.ms.size());
+  for (size_t i = 0; i < d.ms.size(); ++i) EXPECT_NEAR(cached.ms[i], d.ms[i], 1e-3 * d.ms[i]);
+  EXPECT_EQ(runs_, (std::vector<int>{0, 0, 0}));
+  EXPECT_NE(cached.describe("point A").find("point A: c1_2ms (cached; measured "),
+            std::string::npos);
+
+  // Another point or another candidate list is a new trial, kept beside the first.
+  const auto other = sleepers({2, 30});
+  EXPECT_FALSE(planner::choose("point B", other, planner::Mode::kMeasure).from_cache);
+  EXPECT_NE(file_text().find("point A|"), std::string::npos);
+  EXPECT_NE(file_text().find("point B|"), std::string::npos);
+}
+
+TEST_F(PlannerTest, CorruptCacheContentIsIgnoredAndReplaced) {
+  fs::create_directories(fs::path(path_).parent_path());
+  {
+    std::ofstream out(path_);
+    out << "garbage without tabs\n\t\t\nkey\tname\tnot-a-number\n";
+    // A line for this very choice naming a candidate that no longer exists.
+    out << "x|point C|c0_10ms,c1_1ms\tvanished\t1,2\n";
+    out.write("\0\xff\xfe", 3);
+  }
+  const auto list = sleepers({10, 1});
+  const auto d = planner::choose("point C", list, planner::Mode::kMeasure);
+  EXPECT_FALSE(d.from_cache);
+  EXPECT_EQ(d.chosen_name, "c1_1ms");
+  const std::string text = file_text();
+  EXPECT_EQ(text.find("garbage"), std::string::npos) << text;
+  EXPECT_NE(text.find("point C|c0_10ms,c1_1ms\tc1_1ms\t"), std::string::npos) << text;
+}
+
+TEST_F(PlannerTest, ConcurrentWritersLoseNoDecision) {
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([w] {
+      std::vector<planner::Candidate> list{{"a", [] {}}, {"b", [] {}}};
+      planner::choose("writer " + std::to_string(w), list, planner::Mode::kMeasure);
+    });
+  }
+  for (auto& t : writers) t.join();
+  const std::string text = file_text();
+  for (int w = 0; w < 4; ++w)
+    EXPECT_NE(text.find("writer " + std::to_string(w) + "|a,b\t"), std::string::npos) << text;
+}
+
+TEST_F(PlannerTest, AnUnwritableCacheCostsOnlyTheTrial) {
+  ::setenv("KAAS_PLANNER_CACHE", "/proc/kaas-cannot-write/plans.tsv", 1);
+  const auto list = sleepers({5, 1});
+  EXPECT_EQ(planner::choose("point D", list, planner::Mode::kMeasure).chosen, 1u);
+  ::setenv("KAAS_PLANNER_CACHE", "off", 1);
+  EXPECT_EQ(planner::cache_path(), "");
+}
+
+TEST(PlannerMode, ReadsKaasPlannerAndRejectsOtherValues) {
+  const char* old = std::getenv("KAAS_PLANNER");
+  const std::string saved = old == nullptr ? "" : old;
+  ::setenv("KAAS_PLANNER", "fixed", 1);
+  EXPECT_EQ(planner::mode_from_environment(), planner::Mode::kFixed);
+  ::setenv("KAAS_PLANNER", "measure", 1);
+  EXPECT_EQ(planner::mode_from_environment(), planner::Mode::kMeasure);
+  ::setenv("KAAS_PLANNER", "fastest", 1);
+  try {
+    planner::mode_from_environment();
+    ADD_FAILURE() << "accepted KAAS_PLANNER=fastest";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "KAAS_PLANNER: expected measure or fixed, received 'fastest'");
+  }
+  if (old != nullptr) {
+    ::setenv("KAAS_PLANNER", saved.c_str(), 1);
+  } else {
+    ::unsetenv("KAAS_PLANNER");
+  }
+}
+
+}  // namespace
+}  // namespace kaas::testing
