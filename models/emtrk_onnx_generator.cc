@@ -137,7 +137,7 @@ void add_dense(
     const std::function<int64_t(int64_t)>& pytorch_rows = [](int64_t i) { return i; }) {
   auto w = weights.kernel(name + "/kernel", {in, out}, in, out);
   const auto b = weights.bias(name + "/bias", out);
-  if (style == EmTrkGraphStyle::kKeras) {
+  if (style != EmTrkGraphStyle::kPyTorch) {
     add_initializer(graph, name + "/kernel", {in, out}, w);
   } else {
     if (weights.trained()) {
@@ -150,6 +150,11 @@ void add_dense(
     add_initializer(graph, name + "/kernel", {out, in}, w);
   }
   add_initializer(graph, name + "/bias", {out}, b);
+  if (style == EmTrkGraphStyle::kTf2onnx) {
+    add_node(graph, "MatMul", name + "/MatMul", {input, name + "/kernel"}, {name + "/MatMul:0"});
+    add_node(graph, "Add", name + "/BiasAdd", {name + "/MatMul:0", name + "/bias"}, {output});
+    return;
+  }
   auto* gemm = add_node(graph, "Gemm", name, {input, name + "/kernel", name + "/bias"}, {output});
   if (style == EmTrkGraphStyle::kPyTorch) add_int(gemm, "transB", 1);
 }
@@ -173,7 +178,7 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   auto& graph = *model.mutable_graph();
   graph.set_name("emtrkmichelid");
   WeightSource weights(options);
-  const bool keras = options.style == EmTrkGraphStyle::kKeras;
+  const bool keras = options.style != EmTrkGraphStyle::kPyTorch;
 
   add_value_info(graph.mutable_input(), "main_input",
                  keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
@@ -201,7 +206,17 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
     add_node(graph, "Dropout", "dropout", {"conv2d/output_nhwc"}, {"dropout/Identity:0"});
     x = "dropout/Identity:0";
   }
-  add_int(add_node(graph, "Flatten", "flatten", {x}, {"flatten/Reshape:0"}), "axis", 1);
+  if (options.style == EmTrkGraphStyle::kTf2onnx) {
+    auto* shape = graph.add_initializer();
+    shape->set_name("flatten/Const:0");
+    shape->set_data_type(onnx::TensorProto::INT64);
+    shape->add_dims(2);
+    shape->add_int64_data(-1);
+    shape->add_int64_data(kFlat);
+    add_node(graph, "Reshape", "flatten/Reshape", {x, "flatten/Const:0"}, {"flatten/Reshape:0"});
+  } else {
+    add_int(add_node(graph, "Flatten", "flatten", {x}, {"flatten/Reshape:0"}), "axis", 1);
+  }
   // PyTorch flattens NCHW: input c * 44 * 44 + h * 44 + w is Keras row (h * 44 + w) * 48 + c.
   add_dense(graph, weights, options.style, "dense", "flatten/Reshape:0", "dense/BiasAdd:0", kFlat,
             128, [](int64_t i) {
@@ -250,7 +265,7 @@ void write_emtrk_repository_entry(const std::filesystem::path& repository, const
       throw Error(ErrorCode::kInternal, "cannot write " + (dir / "1" / "model.onnx").string());
     }
   }
-  const bool keras = options.style == EmTrkGraphStyle::kKeras;
+  const bool keras = options.style != EmTrkGraphStyle::kPyTorch;
   std::ostringstream config;
   config << "# EmTrkMichelId patch CNN ("
          << (options.weights_dir.empty() ? "kaas-generated weights" : "trained weights")

@@ -17,6 +17,8 @@ namespace kaas::models {
 enum class EmTrkGraphStyle {
   kKeras,    // NHWC input, Transpose around the NCHW Conv, Dropout kept, Keras flatten order
   kPyTorch,  // NCHW input [-1, 1, 48, 48], Conv, Flatten, Gemm with transB (PyTorch Linear)
+  kTf2onnx,  // as tf2onnx writes a Keras model: kKeras with Flatten as Reshape to the constant
+             // [-1, 92928] and each dense layer as MatMul + Add
 };
 
 inline constexpr int64_t kEmTrkParameters = 11'900'420;

@@ -148,6 +148,27 @@ bool perm_is(const Op* op, std::initializer_list<int64_t> perm) {
   return std::equal(p.begin(), p.end(), perm.begin(), perm.end());
 }
 
+// Reshape to a constant [-1, N] or [0, N] where N is the product of the input's non-batch
+// dimensions is Flatten(axis=1) (tf2onnx writes Keras' Flatten so): rewritten, so that the
+// passes and the fused plan that look for Flatten see one spelling.
+void reshape_as_flatten(Graph& g) {
+  Pass p(g);
+  for (Op& op : g.ops) {
+    if (!op.is(reshape_op) || op.inputs.size() != 2 || !is_constant(g, op.inputs[1])) continue;
+    const std::vector<int64_t>& spec = g.values[op.inputs[1]].int_data;
+    const Shape& x = p.shapes[op.inputs[0]];
+    if (spec.size() != 2 || x.size() < 2 || (spec[0] != -1 && spec[0] != 0)) continue;
+    const int64_t inner = element_count(Shape(x.begin() + 1, x.end()));
+    if (spec[1] != inner) continue;
+    op.def = &flatten_op;
+    op.attrs = FlattenAttrs{1};
+    op.inputs.resize(1);
+    op.op_type = "Flatten";
+    g.log.push_back("Reshape " + op.node + " to " + shape_string(spec) +
+                    " is Flatten(axis=1): rewritten");
+  }
+}
+
 // Keras exports: Transpose(0,3,1,2) -> Conv -> Transpose(0,2,3,1) is an NHWC convolution.
 void fuse_nhwc_conv(Graph& g) {
   Pass p(g);
@@ -267,6 +288,7 @@ void untranspose_constant_weights(Graph& g) {
 }  // namespace
 
 void simplify(Graph& graph) {
+  reshape_as_flatten(graph);
   fold_bias(graph);
   fuse_activations(graph);
   fuse_nhwc_conv(graph);

@@ -18,8 +18,10 @@ int main(int argc, char** argv) {
   int max_batch_size = 1024;
   app.add_option("--repository", repository, "model repository directory")->required();
   app.add_option("--name", name, "model name (directory in the repository)");
-  app.add_option("--style", style, "keras (NHWC input, as in production) or pytorch (NCHW input)")
-      ->check(CLI::IsMember({"keras", "pytorch"}));
+  app.add_option("--style", style,
+                 "keras (NHWC input, as in production), tf2onnx (the Keras graph as tf2onnx "
+                 "writes it: Reshape, MatMul + Add) or pytorch (NCHW input)")
+      ->check(CLI::IsMember({"keras", "tf2onnx", "pytorch"}));
   app.add_option("--seed", seed, "weight generator seed");
   std::string weights_dir;
   app.add_option("--weights", weights_dir,
@@ -37,8 +39,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     kaas::models::EmTrkGeneratorOptions options;
-    options.style = style == "keras" ? kaas::models::EmTrkGraphStyle::kKeras
-                                     : kaas::models::EmTrkGraphStyle::kPyTorch;
+    options.style = style == "keras"     ? kaas::models::EmTrkGraphStyle::kKeras
+                    : style == "tf2onnx" ? kaas::models::EmTrkGraphStyle::kTf2onnx
+                                         : kaas::models::EmTrkGraphStyle::kPyTorch;
     options.seed = seed;
     options.weights_dir = weights_dir;
     kaas::models::write_emtrk_repository_entry(repository, name, options, max_batch_size);
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
         const double unit = double(engine() >> 8) * (1.0 / 16777216.0);
         v = unit < 0.7 ? 0.0f : static_cast<float>(unit * 20.0 - 5.0);
       }
-      const std::vector<int64_t> shape = style == "keras"
+      const std::vector<int64_t> shape = style != "pytorch"
                                              ? std::vector<int64_t>{example_count, 48, 48, 1}
                                              : std::vector<int64_t>{example_count, 1, 48, 48};
       kaas::models::write_npy(example_path,

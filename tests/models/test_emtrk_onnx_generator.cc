@@ -278,6 +278,64 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EmTrkForwardTest);
 INSTANTIATE_TEST_SUITE_P(Backends, EmTrkForwardTest, ::testing::ValuesIn(forward_params()),
                          forward_name);
 
+// The Keras graph as tf2onnx writes it (Flatten as Reshape to [-1, 92928], MatMul + Add) gets
+// the Keras graph's fused plan, in fp32 and bf16, with the same bits.
+TEST(EmTrkSpellings, Tf2onnxGetsTheKerasPlanAndBits) {
+  const auto keras = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 4});
+  const auto tf2onnx = models::generate_emtrk_onnx({EmTrkGraphStyle::kTf2onnx, 4});
+  int reshapes = 0, matmuls = 0;
+  for (const auto& node : tf2onnx.graph().node()) {
+    reshapes += node.op_type() == "Reshape";
+    matmuls += node.op_type() == "MatMul";
+    EXPECT_NE(node.op_type(), "Flatten");
+    EXPECT_NE(node.op_type(), "Gemm");
+  }
+  EXPECT_EQ(reshapes, 1);
+  EXPECT_EQ(matmuls, 4);
+  const int64_t batch = 3;
+  const auto patches = random_floats(batch * 48 * 48, 97, -5.0f, 15.0f);
+  const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
+      "main_input", models::DataType::kFloat32, {batch, 48, 48, 1}, patches)};
+  for (auto precision : {models::Precision::kFp32, models::Precision::kBf16}) {
+    SCOPED_TRACE(std::string(models::to_string(precision)));
+    models::OnnxModelOptions options;
+    options.max_batch = batch;
+    options.fused = models::FusedPlan::kRequire;
+    options.precision = precision;
+    options.planner = planner::Mode::kFixed;
+    const auto a = models::make_onnx_model(keras, find_backend("serial"), options);
+    const auto b = models::make_onnx_model(tf2onnx, find_backend("serial"), options);
+    const auto plan_a = a->describe(), plan_b = b->describe();
+    std::string summary_b = plan_b.back();  // the same plan, named after the MatMul nodes
+    for (size_t at; (at = summary_b.find("/MatMul")) != std::string::npos;) summary_b.erase(at, 7);
+    EXPECT_EQ(plan_a.back(), summary_b);
+    EXPECT_NE(std::find(plan_b.begin(), plan_b.end(),
+                        "Reshape flatten/Reshape to [-1,92928] is Flatten(axis=1): rewritten"),
+              plan_b.end());
+    const auto out_a = a->run(inputs), out_b = b->run(inputs);
+    ASSERT_EQ(out_a.size(), out_b.size());
+    for (size_t o = 0; o < out_a.size(); ++o) EXPECT_EQ(out_a[o].bytes, out_b[o].bytes) << o;
+  }
+}
+
+// A Reshape that is not a flatten stays a Reshape (and the fused plan does not apply).
+TEST(EmTrkSpellings, AReshapeToAnotherShapeIsNotFlatten) {
+  auto proto = models::generate_emtrk_onnx({EmTrkGraphStyle::kTf2onnx, 4});
+  for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
+    if (init.name() != "flatten/Const:0") continue;
+    init.set_int64_data(0, -1);
+    init.set_int64_data(1, 92928 / 2);  // [-1, 46464]: two rows per patch, then MatMul fails
+  }
+  try {
+    models::OnnxModelOptions options;
+    options.max_batch = 2;
+    models::make_onnx_model(proto, find_backend("serial"), options);
+    ADD_FAILURE() << "a [-1, 46464] reshape feeding a 92928-row MatMul was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
 // The planner's measured choice (thread split x first-layer GEMM) gives the fixed rule's bits in
 // fp32, and the plan log names the choice and the candidates' times.
 TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
