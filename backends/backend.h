@@ -50,10 +50,13 @@ class Backend {
   virtual LaunchLimits launch_limits(int device) const = 0;
   // How many groups keep the device busy; launchers cap grid-stride loops with it.
   virtual int64_t resident_groups(int device) const = 0;
-  // How many CPU threads kernels launched from the calling thread may use (OpenMP's per-thread
-  // setting); a no-op for backends that do not run on the caller's threads. For hosts that own
-  // their threads (the Triton backend); a library caller sets OpenMP itself.
+  // How many CPU threads kernels called from the calling thread use (threads > 0; 0: back to the
+  // process-wide count, else OpenMP's own). Unlike omp_set_num_threads it holds in every kaas
+  // region started from this thread, the fused plan's included. A no-op for backends that do not
+  // run on the caller's threads.
   virtual void set_caller_threads(int /*threads*/) const {}
+  // The same for every thread that has not set its own count (threads > 0; 0: OpenMP's own).
+  virtual void set_process_threads(int /*threads*/) const {}
 
   virtual void* create_stream(int device) const = 0;
   virtual void destroy_stream(void* stream) const = 0;

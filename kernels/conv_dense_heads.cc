@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/kernels/detail/checks.h"
 
 #if defined(_OPENMP)
@@ -107,7 +108,8 @@ std::string_view to_string(ConvDenseHeadsSplit split) {
 
 int conv_dense_heads_batch_threads(const Queue& queue) {
 #if defined(_OPENMP)
-  if (queue.backend_id() == BackendId::kOpenmp && !omp_in_parallel()) return omp_get_max_threads();
+  if (queue.backend_id() == BackendId::kOpenmp && !omp_in_parallel())
+    return openmp::requested_team();
 #endif
   (void)queue;
   return 1;
@@ -177,7 +179,10 @@ ConvDenseHeadsRun conv_dense_heads(const Queue& queue, View<const T, 4> input,
 #pragma omp parallel num_threads(threads)
     {
       const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
-      if (t == 0) ran = {ConvDenseHeadsSplit::kBatch, int(team)};
+      if (t == 0) {
+        ran = {ConvDenseHeadsSplit::kBatch, int(team)};
+        openmp::note_team(int(team));
+      }
       const int64_t share = tile / team;
       try {
         passes.run(n * t / team, n * (t + 1) / team, share, slab + t * share * slab_values);

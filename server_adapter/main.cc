@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics port (0: any)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--backend", options.backend, "one of: " + kaas::backend_choices());
+  int cpu_threads = 0;
+  app.add_option("--threads", cpu_threads,
+                 "OpenMP threads per model execution on the openmp backend (0: OpenMP's own, "
+                 "OMP_NUM_THREADS or the cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   app.add_option("--model-control-mode", control, "none (load all) or explicit (load/unload RPCs)")
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
@@ -95,6 +101,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
+    // Before any model loads: the planner measures with the count requests will run on, and the
+    // scheduler's worker threads (not this one) take it from the process-wide setting.
+    for (const kaas::Backend* backend : kaas::compiled_backends())
+      backend->set_process_threads(cpu_threads);
     kaas::server::Server server(options);
     for (const auto& e : server.repository().index(false)) {
       std::printf("kaas-server: model %s version %s %s%s%s\n", e.name.c_str(),

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
 
 #if defined(_OPENMP)
@@ -277,9 +278,15 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
 #if defined(_OPENMP)
   // Inside an active parallel region the call stays on the calling thread (as launch()).
   const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (parallel)
-#endif
+#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
+  {
+    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
+  }
+#else
   for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
+#endif
 }
 
 }  // namespace kaas::simd

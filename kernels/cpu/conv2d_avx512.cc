@@ -16,6 +16,7 @@
 
 #include "kaas/kernels/cpu/conv2d_simd.h"
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
 
 #if defined(_OPENMP)
@@ -379,9 +380,12 @@ void run_rows(const Plan& plan, const typename S::Elem* input, typename S::Elem*
   // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
   // machine does not hold up the others.
   const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
   {
+#if defined(_OPENMP)
+    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
+#endif
     AlignedFloats window(window_values);
     Conv2dNhwcArgs window_args = a;  // the window's dense strides
     if (widened) {

@@ -2,6 +2,7 @@
 // rows x 64 columns keep 24 accumulators in zmm registers; K is walked in blocks of 256 so the
 // 64 KB block of B stays in L1/L2 while every row block of the thread passes over it.
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 
@@ -114,9 +115,12 @@ void gemm_widened(const GemmHalfArgs& g, Widen widen) {
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
 #if defined(_OPENMP)
   const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
   {
+#if defined(_OPENMP)
+    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
+#endif
 #if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
 #else

@@ -10,6 +10,7 @@
 // No standard-library templates are instantiated here (an AVX-512 copy of a shared COMDAT
 // function must never be the one other translation units call).
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 
@@ -125,9 +126,12 @@ void gemm_avx512_bf16(const GemmBf16PairsArgs& g) {
   const int64_t pairs = (g.k + 1) / 2;
 #if defined(_OPENMP)
   const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
   {
+#if defined(_OPENMP)
+    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
+#endif
 #if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
 #else

@@ -14,6 +14,9 @@
 #endif
 
 #include <algorithm>
+#include <vector>
+
+#include "kaas/backends/cpu/openmp_threads.h"
 
 #include "kaas/kernels/cpu/gemm_simd.h"
 
@@ -79,6 +82,68 @@ void tile_vectors(int vecs, int mr, const float* a, int64_t lda, const float* b,
   tile_rows<V, NV>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
 }
 
+// Few rows and a long K (a batch-1 dense layer: B is megabytes, each element used once): the
+// (row block, panel) tiles would give each thread a few columns of every B row, so both threads
+// walk all of B. Instead each thread takes a contiguous run of K blocks (its own stretch of B,
+// streamed once) and keeps every block's sums; then the sums are added into y block by block in K
+// order. That is the tiled kernel's exact sequence of operations: the same bits for every M.
+template <class V>
+void gemm_few_rows(const GemmRowMajorArgs& g, int64_t blocks) {
+  const int64_t block_values = g.m * g.n;
+  thread_local std::vector<float> block_sums;  // the caller's: [blocks][m][n]
+  // -0 is the identity of x + -0 for every x (+0 included): a block's sum is stored exactly.
+  block_sums.assign(size_t(blocks * block_values), -0.0f);
+  float* const sums = block_sums.data();
+  constexpr int64_t cols = V::kLanes * V::kTileVectors;
+  const int mr = int(g.m);
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(openmp::requested_team())
+#endif
+  {
+#if defined(_OPENMP)
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    if (t == 0) openmp::note_team(int(threads));
+#else
+    const int64_t threads = 1, t = 0;
+#endif
+    const Epilogue none{};
+    for (int64_t block = blocks * t / threads; block < blocks * (t + 1) / threads; ++block) {
+      const int64_t k0 = block * kDepth, kc = std::min(kDepth, g.k - k0);
+      // One row: 128 columns per pass, so each B row is read in long runs.
+      constexpr int kRowVectors = 128 / V::kLanes;
+      const int64_t pass_cols = mr == 1 ? kRowVectors * V::kLanes : cols;
+      for (int64_t c0 = 0; c0 < g.n; c0 += pass_cols) {
+        const int64_t left = (g.n - c0) / V::kLanes;
+        float* block_sum = sums + block * block_values + c0;
+        const float* b = g.b + k0 * g.ldb + c0;
+        if (mr == 1 && left >= kRowVectors)
+          tile<V, 1, kRowVectors>(g.a + k0, g.lda, b, g.ldb, block_sum, g.n, kc, 1.0f, false, none);
+        else
+          for (int64_t c = 0; c < pass_cols && c < g.n - c0; c += cols)
+            tile_vectors<V>(int(std::min<int64_t>(V::kTileVectors, (g.n - c0 - c) / V::kLanes)), mr,
+                            g.a + k0, g.lda, b + c, g.ldb, block_sum + c, g.n, kc, 1.0f, false,
+                            none);
+      }
+    }
+#if defined(_OPENMP)
+#pragma omp barrier
+#endif
+    // y += alpha * sum, block after block, as the tiles do; columns spread over the threads.
+    const int64_t vectors = g.n / V::kLanes;
+    const auto scale = V::broadcast(g.alpha);
+    for (int r = 0; r < mr; ++r) {
+      for (int64_t v = vectors * t / threads; v < vectors * (t + 1) / threads; ++v) {
+        float* p = g.y + r * g.ldy + v * V::kLanes;
+        auto out = V::load(p);
+        for (int64_t block = 0; block < blocks; ++block)
+          out =
+              V::fmadd(scale, V::load(sums + block * block_values + r * g.n + v * V::kLanes), out);
+        V::store(p, V::activate(out, g.epilogue));
+      }
+    }
+  }
+}
+
 template <class V>
 void gemm(const GemmRowMajorArgs& g) {
   constexpr int64_t cols = V::kLanes * V::kTileVectors;
@@ -88,9 +153,16 @@ void gemm(const GemmRowMajorArgs& g) {
   // Inside an active parallel region the call stays on the calling thread (as launch()).
 #if defined(_OPENMP)
   const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel)
+  const int64_t k_blocks = (g.k + kDepth - 1) / kDepth;
+  if (g.parallel && !omp_in_parallel() && row_blocks == 1 &&
+      k_blocks >= 4 * openmp::requested_team() && openmp::requested_team() > 1)
+    return gemm_few_rows<V>(g, k_blocks);
+#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
   {
+#if defined(_OPENMP)
+    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
+#endif
 #if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
 #else  // built without OpenMP (the ThreadSanitizer build): one thread does every tile

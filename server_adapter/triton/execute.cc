@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
 #include "kaas/server_adapter/triton/triton_util.h"
 
@@ -296,10 +297,9 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
     groups.back().push_back(&p);
     group_rows += p.batch;
   }
-  if (!instance.threads_applied) {
-    instance.backend->set_caller_threads(instance.model->options().threads);
-    instance.threads_applied = true;
-  }
+  // Every time: Triton may hand an instance to another of its threads.
+  instance.backend->set_caller_threads(instance.model->options().threads);
+  openmp::take_widest_team();
   uint64_t compute_start = 0, compute_end = 0;
   int64_t executed_rows = 0;
   for (const auto& group : groups) {
@@ -314,7 +314,9 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   for (Pending& p : pending) answer(instance, p, batched, exec_start);
   KAAS_TRITON_LOG(VERBOSE, "instance " + instance.name + ": " + std::to_string(count) +
                                " requests, " + std::to_string(groups.size()) + " executions, " +
-                               std::to_string(executed_rows) + " rows");
+                               std::to_string(executed_rows) + " rows, widest OpenMP team " +
+                               std::to_string(openmp::take_widest_team()) + " (requested " +
+                               std::to_string(openmp::requested_team()) + ")");
   if (executed_rows > 0) {
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
             instance.triton, uint64_t(executed_rows), exec_start, compute_start, compute_end,

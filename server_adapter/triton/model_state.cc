@@ -105,6 +105,8 @@ ModelState::ModelState(TRITONBACKEND_Model* model, const BackendOptions& options
   }
   spare_backend_ = &instance_backend(kind);
   spare_device_ = device;
+  // The planner measures at load on this thread: with the count the instances will use.
+  spare_backend_->set_caller_threads(options_.threads);
   spare_ = prepared_.make_instance(*spare_backend_, device);
   repository::complete_config(entry_.config, spare_->signature());
   if (auto_complete) complete_config(model, triton_json);
@@ -162,6 +164,7 @@ std::unique_ptr<models::Model> ModelState::make_instance(const Backend& backend,
     spare = std::move(spare_);
   }
   if (spare && spare_backend_ == &backend && device == spare_device_) return spare;
+  backend.set_caller_threads(options_.threads);
   return prepared_.make_instance(backend, device);
 }
 

@@ -62,7 +62,6 @@ struct InstanceState {
   const Backend* backend = nullptr;
   int device = 0;
   std::unique_ptr<models::Model> instance;
-  bool threads_applied = false;
 };
 
 }  // namespace kaas::triton

@@ -7,8 +7,11 @@
 #include <thread>
 #include <vector>
 
+#include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/backends/kernel.h"
 #include "kaas/kernels/axpy.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/kernels/gemm.h"
 
 namespace kaas::openmp {
 namespace {
@@ -72,6 +75,64 @@ TEST(OpenmpBackend, ConcurrentCallersGetCorrectResults) {
     EXPECT_EQ(ys[c].front(), 1.0f + 2.0f * (c + 1));
     EXPECT_EQ(ys[c].back(), 1.0f + 2.0f * (c + 1));
   }
+}
+
+// The widest OpenMP team each of kaas's kinds of parallel region ran with on the calling thread:
+// a launch, gemm (whichever implementation kAuto takes here) and conv2d (likewise).
+struct Teams {
+  int launch = -1, gemm = -1, conv = -1;
+};
+
+Teams run_kernels_and_count_teams() {
+  Queue queue(backend_instance());
+  Teams teams;
+  take_widest_team();
+  std::vector<int> omp_thread(64);
+  std::vector<std::thread::id> os_thread(64);
+  launch(queue, 64, 1, 0, RecordThreadKernel{}, omp_thread.data(), os_thread.data());
+  teams.launch = take_widest_team();
+
+  const int64_t m = 96, n = 64, k = 128;
+  std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), y(size_t(m * n));
+  gemm(queue, make_view<2>(static_cast<const float*>(a.data()), {m, k}),
+       make_view<2>(static_cast<const float*>(b.data()), {k, n}), View2<const float>{},
+       make_view<2>(y.data(), {m, n}), {.rows_independent = true});
+  teams.gemm = take_widest_team();
+  EXPECT_EQ(y.front(), float(k) * 0.125f);
+
+  const int64_t batch = 4, side = 24, channels = 16;
+  std::vector<float> input(size_t(batch * side * side), 1.0f), weight(size_t(channels * 9), 1.0f),
+      output(size_t(batch * (side - 2) * (side - 2) * channels));
+  conv2d(queue, make_view<4>(static_cast<const float*>(input.data()), {batch, side, side, 1}),
+         make_view<4>(static_cast<const float*>(weight.data()), {channels, 1, 3, 3}),
+         View1<const float>{}, make_view<4>(output.data(), {batch, side - 2, side - 2, channels}),
+         {.layout = Layout::kNHWC});
+  teams.conv = take_widest_team();
+  EXPECT_EQ(output.front(), 9.0f);
+  return teams;
+}
+
+// omp_set_num_threads holds for its own thread only; kaas's configured counts hold in every
+// region kaas starts from any thread (Triton's instance threads, a std::thread, server workers).
+TEST(OpenmpBackend, ConfiguredThreadCountHoldsOnEveryThread) {
+  const Backend& backend = backend_instance();
+  backend.set_process_threads(3);  // not the core count of a 2-vCPU CI machine
+  Teams from_thread, from_own_setting;
+  std::thread([&] { from_thread = run_kernels_and_count_teams(); }).join();
+  std::thread([&] {
+    backend.set_caller_threads(2);  // a thread's own count wins over the process's
+    from_own_setting = run_kernels_and_count_teams();
+  }).join();
+  const Teams from_first = run_kernels_and_count_teams();
+  backend.set_process_threads(0);
+  for (const Teams& teams : {from_thread, from_first}) {
+    EXPECT_EQ(teams.launch, 3);
+    EXPECT_EQ(teams.gemm, 3);
+    EXPECT_EQ(teams.conv, 3);
+  }
+  EXPECT_EQ(from_own_setting.launch, 2);
+  EXPECT_EQ(from_own_setting.gemm, 2);
+  EXPECT_EQ(from_own_setting.conv, 2);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "cases/gemm_cases.h"
 #include "cases/softmax_cases.h"
@@ -175,26 +177,35 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
 
 TEST_P(GemmTest, RowsIndependentGivesEachRowTheSameBitsWhateverM) {
   // What the fused model plans rely on: a row's result does not depend on M or on its position.
+  // A long K takes the few-rows path for 1 and 2 rows on the CPU fast paths (K split over the
+  // threads); 48 columns are not a multiple of its 128-column passes.
   Queue queue(*GetParam());
-  const int64_t m = 37, k = 700, n = 128;
-  const auto a = random_floats(m * k, 11), b = random_floats(k * n, 12);
-  GuardedArray<float> da(queue, a), db(queue, b), dy(queue, m * n), d1(queue, n);
-  GemmParams params;
-  params.rows_independent = true;
-  params.epilogue = {Activation::kRelu, 0};
-  const auto bv = make_view<2>(static_cast<const float*>(db.view().data), {k, n});
-  const auto all = make_view<2>(dy.view().data, {m, n});
-  EXPECT_NE(gemm_chosen_impl(queue, make_view<2>(static_cast<const float*>(da.view().data), {m, k}),
-                             bv, all, params),
-            GemmImpl::kVendor);
-  gemm(queue, make_view<2>(static_cast<const float*>(da.view().data), {m, k}), bv, {}, all, params);
-  const auto together = dy.read();
-  for (int64_t row : {int64_t(0), int64_t(5), m - 1}) {
-    gemm(queue, make_view<2>(static_cast<const float*>(da.view().data) + row * k, {1, k}), bv, {},
-         make_view<2>(d1.view().data, {1, n}), params);
-    const auto alone = d1.read();
-    for (int64_t j = 0; j < n; ++j)
-      ASSERT_EQ(alone[j], together[row * n + j]) << "row " << row << " column " << j;
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{700, 128}, {4100, 128}, {4100, 48}}) {
+    SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n));
+    const int64_t m = 37;
+    const auto a = random_floats(m * k, 11), b = random_floats(k * n, 12);
+    GuardedArray<float> da(queue, a), db(queue, b), dy(queue, m * n), dfew(queue, 2 * n);
+    GemmParams params;
+    params.rows_independent = true;
+    params.epilogue = {Activation::kRelu, 0};
+    const auto* a_data = static_cast<const float*>(da.view().data);
+    const auto bv = make_view<2>(static_cast<const float*>(db.view().data), {k, n});
+    const auto all = make_view<2>(dy.view().data, {m, n});
+    EXPECT_NE(gemm_chosen_impl(queue, make_view<2>(a_data, {m, k}), bv, all, params),
+              GemmImpl::kVendor);
+    gemm(queue, make_view<2>(a_data, {m, k}), bv, {}, all, params);
+    const auto together = dy.read();
+    for (int64_t rows : {1, 2}) {
+      for (int64_t row : {int64_t(0), int64_t(5), m - rows}) {
+        gemm(queue, make_view<2>(a_data + row * k, {rows, k}), bv, {},
+             make_view<2>(dfew.view().data, {rows, n}), params);
+        const auto alone = dfew.read();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            ASSERT_EQ(alone[r * n + j], together[(row + r) * n + j])
+                << rows << " rows from row " << row << ": row " << row + r << " column " << j;
+      }
+    }
   }
 }
 

@@ -20,6 +20,7 @@ import argparse
 import concurrent.futures
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,17 @@ def run(triton, kaas, repo, tmp, args):
         check(same(got_grpc, ref), f"{EMTRK} batch {batch}: Triton gRPC == in-process kaas bit for bit")
         check(same(got_http, ref), f"{EMTRK} batch {batch}: Triton HTTP == in-process kaas bit for bit")
         check(same(got_grpc, got_kaas), f"{EMTRK} batch {batch}: Triton == kaas-server bit for bit")
+    # --backend-config=kaas,threads=2 holds on Triton's instance threads: the backend logs the
+    # widest OpenMP team that really ran (the 256-row executions are split over the team).
+    # (The line follows the responses: wait for it.)
+    for _ in range(50):
+        teams = re.findall(r"instance emtrkmichelid\S*: \d+ requests, \d+ executions, 256 rows, "
+                           r"widest OpenMP team (\d+) \(requested (\d+)\)", triton.output())
+        if teams:
+            break
+        time.sleep(0.1)
+    check(bool(teams) and all(t == ("2", "2") for t in teams),
+          f"{EMTRK}: batch 256 ran on 2 OpenMP threads in Triton's instance thread (log: {teams})")
 
     # kNN: ragged events (sizes 0, 1, 37, 300) in one request.
     sizes = [0, 1, 37, 300]
