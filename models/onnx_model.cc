@@ -18,6 +18,7 @@
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"
+#include "kaas/models/onnx_reduced_ops.h"
 
 namespace kaas::models {
 
@@ -92,6 +93,7 @@ class OnnxModel final : public OnnxDeviceModel {
       const std::function<float*(int)> data_of = [this](int v) { return data(v); };
       const onnx_import::RunContext context{queue_, shapes_, data_of};
       for (const Op& op : graph_.ops) {
+        if (reduced_ops_ && reduced_ops_->run(context, op)) continue;
         if (op.def->run != nullptr) op.def->run(context, op);
       }
     }
@@ -228,15 +230,14 @@ class OnnxModel final : public OnnxDeviceModel {
           ErrorCode::kUnimplemented,
           "model '" + name_ + "': the fused conv-dense-heads plan does not apply: " + why_not);
     if (!fused_) {
-      if (options_.precision != Precision::kFp32)
-        throw Error(
-            ErrorCode::kUnimplemented,
-            "model '" + name_ + "': precision " + std::string(to_string(options_.precision)) +
-                " runs the fused conv-dense-heads plan only, which does not apply (" +
-                (options_.fused == FusedPlan::kOff ? std::string("fused plan disabled") : why_not) +
-                "); use precision fp32");
       plan_unfused();
-      plan_.push_back("precision fp32: every op");
+      if (options_.precision == Precision::kFp32) {
+        plan_.push_back("precision fp32: every op");
+      } else {
+        reduced_ops_ = std::make_unique<onnx_import::ReducedOps>(queue_, graph_, max_shapes_,
+                                                                 options_.precision);
+        plan_.insert(plan_.end(), reduced_ops_->plan().begin(), reduced_ops_->plan().end());
+      }
       plan_.push_back(options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
                                                         : "plan: unfused (" + why_not + ")");
       return;
@@ -449,6 +450,7 @@ class OnnxModel final : public OnnxDeviceModel {
   ConvDenseHeadsSplit fused_split_ = ConvDenseHeadsSplit::kKernels;
   GemmImpl fused_impl_ = GemmImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
+  std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16
   std::mutex mutex_;
 };
 

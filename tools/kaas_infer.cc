@@ -67,8 +67,9 @@ void add_options(CLI::App& app, Args& args) {
   app.add_option("--fused", args.fused, "auto, off or require: the fused conv-dense-heads plan")
       ->check(CLI::IsMember({"auto", "off", "require"}));
   app.add_option("--precision", args.precision,
-                 "fp32, bf16 or fp16: the fused plan's conv and first dense layer on 16-bit "
-                 "weights and activations, fp32 accumulation")
+                 "fp32, bf16 or fp16: the heavy layers (the fused plan's conv and first dense "
+                 "layer, else every large Conv and Gemm) on 16-bit weights and activations, fp32 "
+                 "accumulation")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));

@@ -318,6 +318,52 @@ TEST(EmTrkSpellings, Tf2onnxGetsTheKerasPlanAndBits) {
   }
 }
 
+// Outside the fused plan (here: switched off) bf16 and fp16 run per op: the conv and the first
+// dense layer on 16-bit weights and inputs, the small layers fp32, within the fused plan's
+// accuracy of the fp32 outputs.
+TEST(EmTrkPrecision, UnfusedGraphsRunBf16AndFp16PerOp) {
+  const auto keras = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 4});
+  const int64_t batch = 5;
+  const auto patches = random_floats(batch * 48 * 48, 98, -5.0f, 15.0f);
+  const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
+      "main_input", models::DataType::kFloat32, {batch, 48, 48, 1}, patches)};
+  models::OnnxModelOptions options;
+  options.max_batch = batch;
+  options.fused = models::FusedPlan::kOff;
+  options.planner = planner::Mode::kFixed;
+  const auto fp32 = models::make_onnx_model(keras, find_backend("serial"), options)->run(inputs);
+  for (auto precision : {models::Precision::kBf16, models::Precision::kFp16}) {
+    const std::string name(models::to_string(precision));
+    SCOPED_TRACE(name);
+    options.precision = precision;
+    const auto model = models::make_onnx_model(keras, find_backend("serial"), options);
+    const auto plan = model->describe();
+    int conv_lines = 0, gemm_lines = 0;
+    for (const std::string& line : plan) {
+      if (!line.starts_with("precision " + name + ": ")) continue;
+      conv_lines += line.find("(Conv) " + name) != std::string::npos;
+      gemm_lines += line.find("(Gemm) " + name) != std::string::npos;
+    }
+    EXPECT_EQ(conv_lines, 1);
+    EXPECT_EQ(gemm_lines, 1) << "only the 92928 x 128 layer is heavy";
+    EXPECT_EQ(plan.back(), "plan: unfused (fused plan disabled)");
+    const auto reduced = model->run(inputs);
+    ASSERT_EQ(reduced.size(), fp32.size());
+    double worst = 0;
+    bool differs = false;
+    for (size_t o = 0; o < fp32.size(); ++o) {
+      const auto a = fp32[o].values<float>(), b = reduced[o].values<float>();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+        differs = differs || a[i] != b[i];
+      }
+    }
+    EXPECT_LT(worst, 0.02);
+    EXPECT_TRUE(differs) << "the 16-bit layers must really have run";
+  }
+}
+
 // A Reshape that is not a flatten stays a Reshape (and the fused plan does not apply).
 TEST(EmTrkSpellings, AReshapeToAnotherShapeIsNotFlatten) {
   auto proto = models::generate_emtrk_onnx({EmTrkGraphStyle::kTf2onnx, 4});
