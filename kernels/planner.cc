@@ -152,6 +152,7 @@ std::string Decision::describe(const std::string& point) const {
   text += from_cache ? " (cached; measured " : " (measured ";
   for (size_t i = 0; i < ms.size(); ++i) {
     text += i ? ", " : "";
+    if (i < names.size()) text += names[i] + " ";
     text += ms[i] > 0.0 ? format_ms(ms[i]) : std::string("not run");
   }
   if (!from_cache) {
@@ -166,6 +167,7 @@ Decision choose(const std::string& point, std::span<const Candidate> candidates,
                 const Budget& budget) {
   if (candidates.empty()) throw Error(ErrorCode::kInternal, "planner: no candidate for " + point);
   Decision d;
+  for (const Candidate& c : candidates) d.names.push_back(c.name);
   if (mode == Mode::kFixed || candidates.size() == 1) {
     d.fixed = true;
     d.chosen_name = candidates[0].name;

@@ -40,12 +40,13 @@ struct Budget {
 struct Decision {
   size_t chosen = 0;
   std::string chosen_name;
-  std::vector<double> ms;  // per candidate, best timed run; empty when nothing was measured
+  std::vector<double> ms;          // per candidate, best timed run; empty when nothing was measured
+  std::vector<std::string> names;  // the candidates' names, in list order
   bool from_cache = false;
   bool fixed = false;
   double trial_seconds = 0.0;  // wall time spent measuring (0 from the cache or fixed)
-  // "<point>: <chosen> (measured: a 12.3 ms, b 10.1 ms; 0.35 s trial)" or "(cached ...)" or
-  // "(fixed rule)".
+  // "<point>: <chosen> (measured a 12.3 ms, b 10.1 ms; 0.35 s trial)" or "(cached; measured
+  // ...)" or "(fixed rule)".
   std::string describe(const std::string& point) const;
 };
 

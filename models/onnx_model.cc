@@ -87,7 +87,7 @@ class OnnxModel final : public OnnxDeviceModel {
     require(!graph_.batched || (batch >= 1 && batch <= max_batch_), "model '" + name_ + "'",
             "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
-    if (fused_) {
+    if (fused_ && !run_unfused_) {
       run_fused();
     } else {
       const std::function<float*(int)> data_of = [this](int v) { return data(v); };
@@ -242,11 +242,24 @@ class OnnxModel final : public OnnxDeviceModel {
                                                         : "plan: unfused (" + why_not + ")");
       return;
     }
-    for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
+    // fp32 on a CPU backend, measuring: the unfused plan is a candidate too, so its buffers are
+    // laid out first and the fused plan shares its inputs and outputs.
+    const bool cpu =
+        queue_.backend_id() == BackendId::kSerial || queue_.backend_id() == BackendId::kOpenmp;
+    unfused_candidate_ =
+        cpu && options_.precision == Precision::kFp32 &&
+        options_.planner.value_or(planner::mode_from_environment()) == planner::Mode::kMeasure;
     const Op& softmax = graph_.ops[fused_->softmax];
     const Op& head_b = graph_.ops[fused_->head_b];
-    for (int v : {softmax.output, head_b.output})
-      storage_of_[v] = new_storage(element_count(max_shapes_[v]));
+    if (unfused_candidate_) {
+      const size_t plan_lines = plan_.size();
+      plan_unfused();
+      plan_.resize(plan_lines);  // its op lines are printed only if it is chosen
+    } else {
+      for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
+      for (int v : {softmax.output, head_b.output})
+        storage_of_[v] = new_storage(element_count(max_shapes_[v]));
+    }
     const int64_t tile =
         std::min<int64_t>(std::max<int64_t>(max_batch_, 1), options_.fused_batch_tile);
     options_.fused_batch_tile = tile;
@@ -331,6 +344,14 @@ class OnnxModel final : public OnnxDeviceModel {
                               }});
       }
     }
+    if (unfused_candidate_) {
+      candidates.push_back({"unfused", [this, batch] {
+                              run_unfused_ = true;
+                              run_device(batch);
+                              queue_.wait();
+                              run_unfused_ = false;
+                            }});
+    }
     const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
     if (mode == planner::Mode::kMeasure && candidates.size() > 1) {
       // Trial input: the rescaled-ADC range of the network's training data, fixed pattern.
@@ -348,10 +369,31 @@ class OnnxModel final : public OnnxDeviceModel {
         (trans_b ? " transB" : "") + " slab rows " + std::to_string(fused_rows_per_pass_) +
         " batch " + std::to_string(batch);
     const planner::Decision d = planner::choose(point, candidates, mode);
-    fused_split_ = choices[d.chosen].first;
-    fused_impl_ = choices[d.chosen].second;
     // Before the closing "plan:" line, which callers read as the plan's summary.
     plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
+    if (d.chosen < choices.size()) {
+      fused_split_ = choices[d.chosen].first;
+      fused_impl_ = choices[d.chosen].second;
+      release_unfused_buffers();
+      return;
+    }
+    run_unfused_ = true;  // measured faster than every fused candidate
+    fused_slab_ = {};
+    fused_dense1_ = {};
+    plan_.back() = "plan: unfused (measured faster than the fused conv-dense-heads plan)";
+  }
+
+  // The unfused plan's intermediates, once the fused plan won: every storage that no input,
+  // output or constant uses.
+  void release_unfused_buffers() {
+    if (!unfused_candidate_) return;
+    std::vector<bool> keep(storages_.size(), false);
+    for (int id : graph_.inputs) keep[size_t(storage_of_[id])] = true;
+    for (const auto& [name, id] : graph_.outputs) keep[size_t(storage_of_[id])] = true;
+    for (size_t v = 0; v < graph_.values.size(); ++v)
+      if (graph_.values[v].constant && storage_of_[v] >= 0) keep[size_t(storage_of_[v])] = true;
+    for (size_t s = 0; s < storages_.size(); ++s)
+      if (!keep[s]) storages_[s] = {};
   }
 
   // The 16-bit copies of the fused plan's first layers; returns the first dense layer's gemm.
@@ -448,6 +490,8 @@ class OnnxModel final : public OnnxDeviceModel {
   DeviceBuffer<float> fused_slab_, fused_dense1_;
   int64_t fused_rows_per_pass_ = 1;
   ConvDenseHeadsSplit fused_split_ = ConvDenseHeadsSplit::kKernels;
+  bool unfused_candidate_ = false;  // the planner measures the unfused plan beside the fused one
+  bool run_unfused_ = false;        // chosen (or being measured)
   GemmImpl fused_impl_ = GemmImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16

@@ -112,6 +112,8 @@ TEST_F(PlannerTest, MeasuresKeepsTheFastestAndARestartReadsItFromTheCache) {
   EXPECT_EQ(runs_, (std::vector<int>{0, 0, 0}));
   EXPECT_NE(cached.describe("point A").find("point A: c1_2ms (cached; measured "),
             std::string::npos);
+  EXPECT_NE(cached.describe("point A").find("measured c0_30ms 3"), std::string::npos)
+      << "each time is named by its candidate: " << cached.describe("point A");
 
   // Another point or another candidate list is a new trial, kept beside the first.
   const auto other = sleepers({2, 30});

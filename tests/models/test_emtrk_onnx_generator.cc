@@ -407,7 +407,18 @@ TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
   const auto fixed = run_with(planner::Mode::kFixed, fixed_plan);
   const auto measured = run_with(planner::Mode::kMeasure, measured_plan);
   ASSERT_EQ(fixed.size(), measured.size());
-  for (size_t o = 0; o < fixed.size(); ++o) EXPECT_EQ(fixed[o].bytes, measured[o].bytes) << o;
+  // Every fused candidate gives the same bits; the unfused plan (also a candidate in fp32)
+  // accumulates the first dense layer in other blocks: the same values to rounding.
+  const bool unfused = measured_plan.back().rfind("plan: unfused", 0) == 0;
+  for (size_t o = 0; o < fixed.size(); ++o) {
+    if (!unfused) {
+      EXPECT_EQ(fixed[o].bytes, measured[o].bytes) << o;
+      continue;
+    }
+    const auto a = fixed[o].values<float>(), b = measured[o].values<float>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << o << " " << i;
+  }
   auto planner_line = [](const std::vector<std::string>& plan) {
     for (const auto& line : plan)
       if (line.rfind("planner: ", 0) == 0) return line;
@@ -423,7 +434,10 @@ TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
     EXPECT_NE(planner_line(measured_plan).find("measured "), std::string::npos)
         << planner_line(measured_plan);
   }
-  EXPECT_EQ(measured_plan.back().rfind("plan: fused", 0), 0u) << measured_plan.back();
+  EXPECT_NE(planner_line(measured_plan).find("unfused"), std::string::npos)
+      << "fp32 on a CPU backend: the unfused plan is a candidate: " << planner_line(measured_plan);
+  EXPECT_TRUE(unfused || measured_plan.back().rfind("plan: fused", 0) == 0) << measured_plan.back();
+  EXPECT_EQ(fixed_plan.back().rfind("plan: fused", 0), 0u) << fixed_plan.back();
 }
 
 }  // namespace
