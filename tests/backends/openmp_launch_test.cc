@@ -94,19 +94,23 @@ Teams run_kernels_and_count_teams() {
 
   const int64_t m = 96, n = 64, k = 128;
   std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), y(size_t(m * n));
+  GemmParams gemm_params;
+  gemm_params.rows_independent = true;
   gemm(queue, make_view<2>(static_cast<const float*>(a.data()), {m, k}),
        make_view<2>(static_cast<const float*>(b.data()), {k, n}), View2<const float>{},
-       make_view<2>(y.data(), {m, n}), {.rows_independent = true});
+       make_view<2>(y.data(), {m, n}), gemm_params);
   teams.gemm = take_widest_team();
   EXPECT_EQ(y.front(), float(k) * 0.125f);
 
   const int64_t batch = 4, side = 24, channels = 16;
   std::vector<float> input(size_t(batch * side * side), 1.0f), weight(size_t(channels * 9), 1.0f),
       output(size_t(batch * (side - 2) * (side - 2) * channels));
+  Conv2dParams conv_params;
+  conv_params.layout = Layout::kNHWC;
   conv2d(queue, make_view<4>(static_cast<const float*>(input.data()), {batch, side, side, 1}),
          make_view<4>(static_cast<const float*>(weight.data()), {channels, 1, 3, 3}),
          View1<const float>{}, make_view<4>(output.data(), {batch, side - 2, side - 2, channels}),
-         {.layout = Layout::kNHWC});
+         conv_params);
   teams.conv = take_widest_team();
   EXPECT_EQ(output.front(), 9.0f);
   return teams;
