@@ -165,10 +165,10 @@ ConvDenseHeadsRun conv_dense_heads(const Queue& queue, View<const T, 4> input,
 
   const SlabPasses<T> passes{queue, input, weights, workspace, out_h, row_values, k_axis, n1};
   const int64_t tile = std::min(n, workspace.batch_tile);
-  const int64_t slab_values = std::min(workspace.rows_per_pass, out_h) * out_w * w[0];
   T* const slab = static_cast<T*>(workspace.slab);
   bool batch_split = false;
 #if defined(_OPENMP)
+  const int64_t slab_values = std::min(workspace.rows_per_pass, out_h) * out_w * w[0];
   const int threads = conv_dense_heads_batch_threads(queue);
   batch_split = workspace.split == ConvDenseHeadsSplit::kBatch && threads > 1 && tile >= threads;
   if (batch_split) {
