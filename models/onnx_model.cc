@@ -254,7 +254,10 @@ class OnnxModel final : public OnnxDeviceModel {
     if (unfused_candidate_) {
       const size_t plan_lines = plan_.size();
       plan_unfused();
-      plan_.resize(plan_lines);  // its op lines are printed only if it is chosen
+      // Its op lines are printed only if it is chosen.
+      unfused_plan_lines_.assign(plan_.begin() + std::ptrdiff_t(plan_lines), plan_.end());
+      plan_.resize(plan_lines);
+      fused_plan_start_ = plan_lines;
     } else {
       for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
       for (int v : {softmax.output, head_b.output})
@@ -380,7 +383,13 @@ class OnnxModel final : public OnnxDeviceModel {
     run_unfused_ = true;  // measured faster than every fused candidate
     fused_slab_ = {};
     fused_dense1_ = {};
-    plan_.back() = "plan: unfused (measured faster than the fused conv-dense-heads plan)";
+    // The log describes what runs: the unfused ops instead of the fused plan's layers.
+    const std::string planner_line = plan_[plan_.size() - 2];
+    plan_.resize(fused_plan_start_);
+    plan_.insert(plan_.end(), unfused_plan_lines_.begin(), unfused_plan_lines_.end());
+    plan_.push_back("precision fp32: every op");
+    plan_.push_back(planner_line);
+    plan_.push_back("plan: unfused (measured faster than the fused conv-dense-heads plan)");
   }
 
   // The unfused plan's intermediates, once the fused plan won: every storage that no input,
@@ -492,6 +501,8 @@ class OnnxModel final : public OnnxDeviceModel {
   ConvDenseHeadsSplit fused_split_ = ConvDenseHeadsSplit::kKernels;
   bool unfused_candidate_ = false;  // the planner measures the unfused plan beside the fused one
   bool run_unfused_ = false;        // chosen (or being measured)
+  std::vector<std::string> unfused_plan_lines_;  // its op lines, logged if it is chosen
+  size_t fused_plan_start_ = 0;                  // where the fused plan's own lines begin
   GemmImpl fused_impl_ = GemmImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16

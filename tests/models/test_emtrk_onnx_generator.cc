@@ -437,6 +437,15 @@ TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
   EXPECT_NE(planner_line(measured_plan).find("unfused"), std::string::npos)
       << "fp32 on a CPU backend: the unfused plan is a candidate: " << planner_line(measured_plan);
   EXPECT_TRUE(unfused || measured_plan.back().rfind("plan: fused", 0) == 0) << measured_plan.back();
+  if (unfused) {  // the log lists what runs: the unfused ops, not the fused plan's layers
+    const auto has = [&](const std::string& prefix) {
+      return std::any_of(measured_plan.begin(), measured_plan.end(),
+                         [&](const std::string& line) { return line.rfind(prefix, 0) == 0; });
+    };
+    EXPECT_TRUE(has("precision fp32: every op"));
+    EXPECT_TRUE(has("Conv"));
+    EXPECT_FALSE(has("precision fp32: dense (Gemm)"));
+  }
   EXPECT_EQ(fixed_plan.back().rfind("plan: fused", 0), 0u) << fixed_plan.back();
 }
 
