@@ -64,18 +64,6 @@ void run_conv(const RunContext& ctx, const Op& op, const Layers<T>& layers) {
           make_view(ctx.out(op), out_count));
 }
 
-// C as a broadcast [M, N] view, as the fp32 Gemm reads it.
-View2<const float> c_view(const float* data, const Shape& c) {
-  if (c.size() == 2) return make_view<2>(data, {c[0], c[1]});
-  View2<const float> v;
-  v.data = data;
-  v.extent[0] = 1;
-  v.extent[1] = c.size() == 1 ? c[0] : 1;
-  v.stride[0] = 0;
-  v.stride[1] = 1;
-  return v;
-}
-
 template <class T>
 void run_gemm(const RunContext& ctx, const Op& op, const Layers<T>& layers) {
   const Shape& a = ctx.in_shape(op, 0);
@@ -84,7 +72,7 @@ void run_gemm(const RunContext& ctx, const Op& op, const Layers<T>& layers) {
   const int64_t a_count = element_count(a);
   convert(ctx.queue, make_view(ctx.in(op, 0), a_count), flat(layers.input, a_count));
   View2<const float> c;
-  if (op.has_input(2)) c = c_view(ctx.in(op, 2), ctx.in_shape(op, 2));
+  if (op.has_input(2)) c = gemm_c_view(ctx.in(op, 2), ctx.in_shape(op, 2));
   gemm(ctx.queue, make_view<2>(static_cast<const T*>(layers.input.data()), {a[0], a[1]}),
        make_view<2>(static_cast<const T*>(layers.weights.at(&op).data()), {b[0], b[1]}), c,
        make_view<2>(ctx.out(op), {y[0], y[1]}), op.attr<GemmParams>());

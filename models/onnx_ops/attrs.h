@@ -13,6 +13,9 @@
 
 namespace kaas::models::onnx_import {
 
+// A Gemm's C as a broadcast [M, N] view: [M,N], [1,N], [N], [M,1], [1] or a scalar (gemm.cc).
+View2<const float> gemm_c_view(const float* data, const std::vector<int64_t>& c);
+
 struct ConvAttrs {
   Conv2dParams conv;                  // layout NCHW from ONNX; NHWC after simplification
   bool c1_as_nhwc = false;            // input stored NCHW with C = 1, read as NHWC (same bytes)

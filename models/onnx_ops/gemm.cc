@@ -51,22 +51,10 @@ View2<const float> view2(const float* data, const Shape& s) {
   return make_view<2>(data, {s[0], s[1]});
 }
 
-// C as a broadcast [M, N] view: [M,N], [1,N], [N], [M,1], [1] or a scalar.
-View2<const float> c_view(const float* data, const Shape& c) {
-  if (c.size() == 2) return view2(data, c);
-  View2<const float> v;
-  v.data = data;
-  v.extent[0] = 1;
-  v.extent[1] = c.size() == 1 ? c[0] : 1;
-  v.stride[0] = 0;
-  v.stride[1] = 1;
-  return v;
-}
-
 void run(const RunContext& ctx, const Op& op) {
   const Shape& y = ctx.out_shape(op);
   View2<const float> c;
-  if (op.has_input(2)) c = c_view(ctx.in(op, 2), ctx.in_shape(op, 2));
+  if (op.has_input(2)) c = gemm_c_view(ctx.in(op, 2), ctx.in_shape(op, 2));
   gemm(ctx.queue, view2(ctx.in(op, 0), ctx.in_shape(op, 0)),
        view2(ctx.in(op, 1), ctx.in_shape(op, 1)), c, make_view<2>(ctx.out(op), {y[0], y[1]}),
        op.attr<GemmParams>());
@@ -77,6 +65,17 @@ constexpr NodeTests kTests[] = {{"node", "test_gemm_", true},
                                 {"pytorch-converted", "test_Linear", true}};
 
 }  // namespace
+
+View2<const float> gemm_c_view(const float* data, const Shape& c) {
+  if (c.size() == 2) return view2(data, c);
+  View2<const float> v;
+  v.data = data;
+  v.extent[0] = 1;
+  v.extent[1] = c.size() == 1 ? c[0] : 1;
+  v.stride[0] = 0;
+  v.stride[1] = 1;
+  return v;
+}
 
 const OpDef gemm_op{
     .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
