@@ -131,8 +131,6 @@ void gemm_avx512_bf16(const GemmBf16PairsArgs& g) {
   {
 #if defined(_OPENMP)
     if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-#endif
-#if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
 #else
     const int64_t threads = 1, t = 0;

@@ -162,8 +162,6 @@ void gemm(const GemmRowMajorArgs& g) {
   {
 #if defined(_OPENMP)
     if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-#endif
-#if defined(_OPENMP)
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
 #else  // built without OpenMP (the ThreadSanitizer build): one thread does every tile
     const int64_t threads = 1, t = 0;
