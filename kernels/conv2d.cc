@@ -60,8 +60,10 @@ void check_params(const Conv2dParams& p) {
           kKernel, "auto_pad", "kNotSet, kValid, kSameUpper or kSameLower",
           str(static_cast<int>(p.auto_pad)));
   require(p.impl == Conv2dImpl::kAuto || p.impl == Conv2dImpl::kPortable ||
-              p.impl == Conv2dImpl::kAvx2 || p.impl == Conv2dImpl::kAvx512,
-          kKernel, "impl", "kAuto, kPortable, kAvx2 or kAvx512", str(static_cast<int>(p.impl)));
+              p.impl == Conv2dImpl::kAvx2 || p.impl == Conv2dImpl::kAvx512 ||
+              p.impl == Conv2dImpl::kAvx512Bf16,
+          kKernel, "impl", "kAuto, kPortable, kAvx2, kAvx512 or kAvx512Bf16",
+          str(static_cast<int>(p.impl)));
   const Activation act = p.epilogue.activation;
   require(act == Activation::kNone || act == Activation::kRelu || act == Activation::kLeakyRelu ||
               act == Activation::kSigmoid,
@@ -139,11 +141,17 @@ Conv2dShape check_all(const View<const T, 4>& input, const View<const T, 4>& wei
 }
 
 template <class T>
-Conv2dImpl select(const Queue& queue, const View<const T, 4>& input, const View<T, 4>& output,
-                  const Conv2dParams& params, const Conv2dShape& shape) {
+Conv2dImpl select(const Queue& queue, const View<const T, 4>& input, const View<const T, 4>& weight,
+                  const View<T, 4>& output, const Conv2dParams& params, const Conv2dShape& shape) {
   const bool applies = simd_applies(queue, input, output, params);
   const bool avx2 = std::is_same_v<T, float> && applies && conv2d_avx2_available();  // fp32 only
   const bool avx512 = applies && conv2d_avx512_available();
+  // Dense pixels: a kernel row's taps are contiguous, so they pair up.
+  const bool avx512_bf16 = std::is_same_v<T, bf16> && applies && conv2d_avx512_bf16_available() &&
+                           params.dilation_w == 1 &&
+                           (input.extent[3] == 0 || input.stride[2] == input.extent[3]) &&
+                           weight.extent[3] * shape.in_channels <= simd::kBf16ConvMaxRowTaps &&
+                           weight.extent[2] <= simd::kBf16ConvMaxKernelRows;
   switch (params.impl) {
     case Conv2dImpl::kPortable:
       return Conv2dImpl::kPortable;
@@ -160,6 +168,13 @@ Conv2dImpl select(const Queue& queue, const View<const T, 4>& input, const View<
               "and output)",
               "kAvx512");
       return Conv2dImpl::kAvx512;
+    case Conv2dImpl::kAvx512Bf16:
+      require(avx512_bf16, kKernel, "impl",
+              "kAuto or kPortable here (kAvx512Bf16 needs bf16 activations, the serial or openmp "
+              "backend, a CPU with AVX-512 F/BW/VL/DQ, AVX512-BF16 and FMA, NHWC, groups == 1, "
+              "dilation_w == 1 and dense channel-contiguous input and output pixels)",
+              "kAvx512Bf16");
+      return Conv2dImpl::kAvx512Bf16;
     case Conv2dImpl::kAuto:
       break;
   }
@@ -189,6 +204,14 @@ bool conv2d_avx512_available() {
   return available;
 }
 
+bool conv2d_avx512_bf16_available() {
+  static const bool available = [] {
+    return conv2d_avx512_available() && simd::conv2d_nhwc_avx512_bf16_compiled() &&
+           cpu_features().avx512bf16;
+  }();
+  return available;
+}
+
 std::string_view to_string(Conv2dImpl impl) {
   switch (impl) {
     case Conv2dImpl::kAuto:
@@ -199,6 +222,8 @@ std::string_view to_string(Conv2dImpl impl) {
       return "avx2";
     case Conv2dImpl::kAvx512:
       return "avx512";
+    case Conv2dImpl::kAvx512Bf16:
+      return "avx512_bf16";
   }
   return "unknown";
 }
@@ -267,7 +292,7 @@ Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
                               View<const float, 4> weight, View<float, 4> output,
                               const Conv2dParams& params) {
   const Conv2dShape shape = check_all(input, weight, output, params);
-  return select(queue, input, output, params, shape);
+  return select(queue, input, weight, output, params, shape);
 }
 
 namespace {
@@ -333,10 +358,10 @@ void conv2d_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> w
     require(params.impl != Conv2dImpl::kAvx2, kKernel, "impl for bf16 / fp16 activations",
             "kAuto, kPortable or kAvx512", "kAvx2");
   }
-  const Conv2dImpl impl = select(queue, input, output, params, shape);
+  const Conv2dImpl impl = select(queue, input, weight, output, params, shape);
   if (output.size() == 0) return;
 
-  if (impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512) {
+  if (impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512 || impl == Conv2dImpl::kAvx512Bf16) {
     // CPU backends run launches synchronously on the calling thread, so calling the fast path
     // here keeps the queue's order. The 16-bit paths take the weights widened to fp32 (exact).
     std::vector<float> widened;
@@ -357,7 +382,9 @@ void conv2d_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> w
     }
     simd::Conv2dNhwcArgs a = simd_args(queue, weight32, bias, params, shape);
     set_activations(a, input, output);
-    if (impl == Conv2dImpl::kAvx512) {
+    if (impl == Conv2dImpl::kAvx512Bf16) {
+      simd::conv2d_nhwc_avx512_bf16(a);
+    } else if (impl == Conv2dImpl::kAvx512) {
       simd::conv2d_nhwc_avx512(a);
     } else {
       simd::conv2d_nhwc_avx2(a);

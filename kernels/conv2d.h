@@ -13,6 +13,11 @@
 //    pixels per block, non-temporal stores for large aligned outputs;
 //    kernels/cpu/conv2d_avx512.cc), under the same conditions, on CPUs with
 //    AVX-512 F, BW, VL and DQ (and FMA).
+//  - kAvx512Bf16: bf16 activations only, on CPUs with AVX512-BF16 as well: the same direct kernel
+//    with a kernel row's taps multiplied in pairs by vdpbf16ps (kernels/cpu/conv2d_avx512_bf16.cc),
+//    for dense pixels (channel-contiguous input, pixel stride C_in) and dilation_w 1. Chosen by
+//    name only (the EmTrkMichelId planner measures it); the products are exact in fp32 and the
+//    additions pairwise, and vdpbf16ps treats subnormal inputs as zero.
 //  - kAuto picks the widest CPU fast path this CPU has (kAvx512, else kAvx2) where it
 //    applies and C_out >= 8 (where the benchmark shows it wins), kPortable otherwise.
 
@@ -30,7 +35,7 @@ namespace kaas {
 
 enum class Layout { kNCHW, kNHWC };
 enum class AutoPad { kNotSet, kValid, kSameUpper, kSameLower };  // ONNX auto_pad
-enum class Conv2dImpl { kAuto, kPortable, kAvx2, kAvx512 };
+enum class Conv2dImpl { kAuto, kPortable, kAvx2, kAvx512, kAvx512Bf16 };
 
 struct Conv2dParams {
   Layout layout = Layout::kNCHW;  // of input and output; weight is always OIHW
@@ -83,6 +88,8 @@ Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
 bool conv2d_avx2_available();
 // Whether this CPU has the instructions the AVX-512 fast path needs (AVX-512 F/BW/VL/DQ, FMA).
 bool conv2d_avx512_available();
+// ... and kAvx512Bf16 (AVX512-BF16 as well).
+bool conv2d_avx512_bf16_available();
 
 std::string_view to_string(Conv2dImpl impl);
 std::string_view to_string(Layout layout);

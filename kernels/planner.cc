@@ -148,6 +148,7 @@ std::string cache_path() {
 
 std::string Decision::describe(const std::string& point) const {
   std::string text = point + ": " + chosen_name;
+  if (pinned) return text + " (pinned)";
   if (fixed) return text + " (fixed rule)";
   text += from_cache ? " (cached; measured " : " (measured ";
   for (size_t i = 0; i < ms.size(); ++i) {

@@ -44,6 +44,7 @@ struct Decision {
   std::vector<std::string> names;  // the candidates' names, in list order
   bool from_cache = false;
   bool fixed = false;
+  bool pinned = false;         // named by the caller (e.g. a model option), not measured
   double trial_seconds = 0.0;  // wall time spent measuring (0 from the cache or fixed)
   // "<point>: <chosen> (measured a 12.3 ms, b 10.1 ms; 0.35 s trial)" or "(cached; measured
   // ...)" or "(fixed rule)".

@@ -161,6 +161,7 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
   if (conv.inputs.size() > 2 && conv.inputs[2] >= 0)
     weights.conv_bias = make_view(static_cast<const float*>(data_of(conv.inputs[2])), w[0]);
   weights.conv = conv_attrs.conv;
+  weights.conv.impl = buffers.conv_impl;
   // The first dense weight as stored: [K, N1], or [N1, K] with transB (PyTorch Linear).
   const Shape& w1_shape = shapes[dense1.inputs[1]];
   weights.dense1_weight = make_view<2>(operands.dense1_weight, {w1_shape[0], w1_shape[1]});

@@ -28,6 +28,7 @@ struct FusedBuffers {
                           // patch's result does not depend on what it is batched with
   ConvDenseHeadsSplit split = ConvDenseHeadsSplit::kKernels;  // the planner's choices
   GemmImpl dense1_impl = GemmImpl::kAuto;
+  Conv2dImpl conv_impl = Conv2dImpl::kAuto;
 };
 
 // What the conv and the first dense layer read and write, stored as T: float (the graph's own

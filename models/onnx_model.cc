@@ -318,33 +318,46 @@ class OnnxModel final : public OnnxDeviceModel {
     const Op& dense1 = graph_.ops[fused_->dense1];
     const int64_t n1 = max_shapes_[dense1.output][1];
     const bool trans_b = dense1.attr<GemmParams>().trans_b;
-    std::vector<std::pair<GemmImpl, std::string>> impls;
+    struct Kernels {
+      GemmImpl dense1;
+      Conv2dImpl conv;
+      std::string name;
+    };
+    std::vector<Kernels> impls;
     if (options_.precision == Precision::kFp32) {
-      if (gemm_avx512_available() && n1 % 16 == 0) impls.emplace_back(GemmImpl::kAvx512, "avx512");
-      if (gemm_avx2_available() && n1 % 8 == 0) impls.emplace_back(GemmImpl::kAvx2, "avx2");
+      if (gemm_avx512_available() && n1 % 16 == 0)
+        impls.push_back({GemmImpl::kAvx512, Conv2dImpl::kAuto, "avx512"});
+      if (gemm_avx2_available() && n1 % 8 == 0)
+        impls.push_back({GemmImpl::kAvx2, Conv2dImpl::kAuto, "avx2"});
     } else {
       if (gemm_avx512_available() && n1 % 16 == 0 && !trans_b)
-        impls.emplace_back(GemmImpl::kAvx512, "avx512 widened");
+        impls.push_back({GemmImpl::kAvx512, Conv2dImpl::kAuto, "avx512 widened"});
       const auto* bf16_layers = std::get_if<ReducedLayers<bf16>>(&reduced_);
-      if (bf16_layers != nullptr && bf16_layers->dense1_packed.pairs != nullptr)
-        impls.emplace_back(GemmImpl::kAvx512Bf16, "avx512_bf16 vdpbf16ps");
+      if (bf16_layers != nullptr && bf16_layers->dense1_packed.pairs != nullptr) {
+        impls.push_back({GemmImpl::kAvx512Bf16, Conv2dImpl::kAuto, "avx512_bf16 vdpbf16ps"});
+        // The conv on vdpbf16ps too (a 5x5 single-channel kernel: 15 pair steps, not 25 FMAs).
+        if (conv2d_avx512_bf16_available())
+          impls.push_back({GemmImpl::kAvx512Bf16, Conv2dImpl::kAvx512Bf16,
+                           "avx512_bf16 vdpbf16ps conv and dense"});
+      }
     }
-    if (impls.empty()) impls.emplace_back(GemmImpl::kAuto, "auto");
+    if (impls.empty()) impls.push_back({GemmImpl::kAuto, Conv2dImpl::kAuto, "auto"});
     std::vector<ConvDenseHeadsSplit> splits{ConvDenseHeadsSplit::kKernels};
     const int threads = conv_dense_heads_batch_threads(queue_);
     if (threads > 1 && batch >= threads) splits.push_back(ConvDenseHeadsSplit::kBatch);
     std::vector<planner::Candidate> candidates;
-    std::vector<std::pair<ConvDenseHeadsSplit, GemmImpl>> choices;
+    std::vector<std::pair<ConvDenseHeadsSplit, Kernels>> choices;
     for (const auto split : splits) {
-      for (const auto& [impl, impl_name] : impls) {
-        choices.emplace_back(split, impl);
-        candidates.push_back({std::string(to_string(split)) + " split, " + impl_name,
-                              [this, split, impl = impl, batch] {
-                                fused_split_ = split;
-                                fused_impl_ = impl;
-                                run_device(batch);
-                                queue_.wait();
-                              }});
+      for (const Kernels& k : impls) {
+        choices.emplace_back(split, k);
+        candidates.push_back(
+            {std::string(to_string(split)) + " split, " + k.name, [this, split, k, batch] {
+               fused_split_ = split;
+               fused_impl_ = k.dense1;
+               fused_conv_impl_ = k.conv;
+               run_device(batch);
+               queue_.wait();
+             }});
       }
     }
     if (unfused_candidate_) {
@@ -371,12 +384,15 @@ class OnnxModel final : public OnnxDeviceModel {
         shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " N1 " + std::to_string(n1) +
         (trans_b ? " transB" : "") + " slab rows " + std::to_string(fused_rows_per_pass_) +
         " batch " + std::to_string(batch);
-    const planner::Decision d = planner::choose(point, candidates, mode);
+    const planner::Decision d = options_.fused_candidate.empty()
+                                    ? planner::choose(point, candidates, mode)
+                                    : pinned(candidates, options_.fused_candidate);
     // Before the closing "plan:" line, which callers read as the plan's summary.
     plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
     if (d.chosen < choices.size()) {
       fused_split_ = choices[d.chosen].first;
-      fused_impl_ = choices[d.chosen].second;
+      fused_impl_ = choices[d.chosen].second.dense1;
+      fused_conv_impl_ = choices[d.chosen].second.conv;
       release_unfused_buffers();
       return;
     }
@@ -390,6 +406,23 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.push_back("precision fp32: every op");
     plan_.push_back(planner_line);
     plan_.push_back("plan: unfused (measured faster than the fused conv-dense-heads plan)");
+  }
+
+  // The decision that runs candidate `name`, or kInvalidArgument naming the candidates.
+  static planner::Decision pinned(const std::vector<planner::Candidate>& candidates,
+                                  const std::string& name) {
+    planner::Decision d;
+    std::string names;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      d.names.push_back(candidates[i].name);
+      names += (i == 0 ? "\"" : ", \"") + candidates[i].name + "\"";
+      if (candidates[i].name == name) d.chosen = i;
+    }
+    require(std::find(d.names.begin(), d.names.end(), name) != d.names.end(), "onnx model",
+            "fused_candidate", "one of " + names, "\"" + name + "\"");
+    d.chosen_name = name;
+    d.pinned = true;
+    return d;
   }
 
   // The unfused plan's intermediates, once the fused plan won: every storage that no input,
@@ -452,7 +485,8 @@ class OnnxModel final : public OnnxDeviceModel {
 
   void run_fused() {
     const onnx_import::FusedBuffers buffers{fused_dense1_.data(), options_.fused_batch_tile,
-                                            fused_rows_per_pass_, fused_split_, fused_impl_};
+                                            fused_rows_per_pass_, fused_split_,
+                                            fused_impl_,          fused_conv_impl_};
     const std::function<float*(int)> data_of = [this](int v) { return data(v); };
     const Op& conv = graph_.ops[fused_->conv];
     const Op& dense1 = graph_.ops[fused_->dense1];
@@ -504,6 +538,7 @@ class OnnxModel final : public OnnxDeviceModel {
   std::vector<std::string> unfused_plan_lines_;  // its op lines, logged if it is chosen
   size_t fused_plan_start_ = 0;                  // where the fused plan's own lines begin
   GemmImpl fused_impl_ = GemmImpl::kAuto;
+  Conv2dImpl fused_conv_impl_ = Conv2dImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16
   std::mutex mutex_;

@@ -48,6 +48,10 @@ struct OnnxModelOptions {
   // (kernels/planner.h; cached per CPU model and shape), or today's fixed rules. Unset: the
   // KAAS_PLANNER environment variable (measure unless "fixed").
   std::optional<planner::Mode> planner;
+  // Pins the fused plan's planner candidate by its name in the plan log (e.g. "batch split,
+  // avx512_bf16 vdpbf16ps"): nothing measured, nothing cached. Empty: the planner chooses. A name
+  // that is not a candidate on this backend and CPU is rejected with the list of candidates.
+  std::string fused_candidate;
 };
 
 // An imported model with device-level access, for models that chain the network with other

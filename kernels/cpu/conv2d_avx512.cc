@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "kaas/kernels/cpu/avx512_activation.h"
+#include "kaas/kernels/cpu/avx512_bf16_store.h"
 
 namespace kaas::simd {
 
@@ -102,14 +103,6 @@ struct F32 {
   }
 };
 
-[[gnu::always_inline]] inline void store16(uint16_t* dst, __m256i v, int64_t lanes) {
-  if (lanes >= kLanes) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
-  } else if (lanes > 0) {
-    _mm256_mask_storeu_epi16(dst, static_cast<__mmask16>((1u << lanes) - 1u), v);
-  }
-}
-
 struct Bf16 {
   using Elem = uint16_t;
   // Exact: the 16 bits are the high half of the fp32 value.
@@ -128,18 +121,8 @@ struct Bf16 {
                                 kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16)));
     }
   }
-  // The integer rounding of math::portable::float_to_bf16, lane-wise (AVX-512 F only; the
-  // AVX512-BF16 instruction treats subnormal inputs as zero, which the oracle does not).
   static void store(const Plan&, uint16_t* dst, __m512 v, int64_t lanes) {
-    const __m512i u = _mm512_castps_si512(v);
-    const __m512i high = _mm512_maskz_srli_epi32(kAll, u, 16);
-    const __m512i odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
-    const __m512i sum = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    const __m512i r = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi32(kAll, sum, 16), nan,
-                                            _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
-    store16(dst, _mm512_maskz_cvtepi32_epi16(kAll, r), lanes);
+    store_u16_lanes(dst, round_to_bf16(v), lanes);
   }
 };
 
@@ -158,8 +141,8 @@ struct Fp16 {
     }
   }
   static void store(const Plan&, uint16_t* dst, __m512 v, int64_t lanes) {
-    store16(dst, _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-            lanes);
+    store_u16_lanes(
+        dst, _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lanes);
   }
 };
 

@@ -41,4 +41,13 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& args);
 bool conv2d_nhwc_avx512_compiled();
 void conv2d_nhwc_avx512(const Conv2dNhwcArgs& args);
 
+// AVX512-BF16 (conv2d_avx512_bf16.cc, compiled with -mavx512bf16 as well): bf16 storage only,
+// the taps of a kernel row multiplied in pairs with vdpbf16ps. `applies`: bf16 storage, dense
+// pixels (in_stride_w == C_in), dilation_w 1 and a kernel that fits its fixed-size tables.
+constexpr int64_t kBf16ConvMaxRowTaps = 4096;  // kernel_w * C_in
+constexpr int64_t kBf16ConvMaxKernelRows = 64;
+bool conv2d_nhwc_avx512_bf16_compiled();
+bool conv2d_nhwc_avx512_bf16_applies(const Conv2dNhwcArgs& args);
+void conv2d_nhwc_avx512_bf16(const Conv2dNhwcArgs& args);
+
 }  // namespace kaas::simd

@@ -14,6 +14,8 @@
 #include <fstream>
 
 #include "examples/lartpc/reco.h"
+#include "kaas/kernels/conv2d.h"
+#include "kaas/kernels/gemm.h"
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
@@ -74,8 +76,10 @@ struct Scores {
 Scores run_model(const Backend& backend, models::Precision precision,
                  const std::vector<float>& patches, int64_t n,
                  models::EmTrkGraphStyle style = models::EmTrkGraphStyle::kKeras,
-                 models::FusedPlan fused = models::FusedPlan::kRequire) {
+                 models::FusedPlan fused = models::FusedPlan::kRequire,
+                 const std::string& fused_candidate = "") {
   models::OnnxModelOptions options;
+  options.fused_candidate = fused_candidate;
   options.name = "emtrk_" + std::string(to_string(precision));
   options.max_batch = kBatch;
   options.fused = fused;
@@ -200,6 +204,39 @@ TEST_P(EmTrkPrecision, UnfusedPlanRunsReducedPrecisionPerOp) {
     EXPECT_GE(a.top_class, 0.995) << to_string(precision);
     EXPECT_LE(a.max_diff, 0.02) << to_string(precision);
     EXPECT_GT(a.max_diff, 0.0) << to_string(precision) << ": no difference at all: not reduced";
+  }
+}
+
+// The planner's bf16 candidates that the fixed rules never take (vdpbf16ps for the first dense
+// layer, and for the conv as well), pinned by name: the same accuracy bounds. A name that is not
+// a candidate is rejected with the list.
+TEST_P(EmTrkPrecision, EveryBf16PlannerCandidateKeepsTheAccuracy) {
+  const Backend& backend = *GetParam();
+  if (backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp)
+    GTEST_SKIP() << "the planner's candidates are the CPU backends' kernels";
+  const int64_t n = 1024;
+  const auto& patches = realistic_patches(n);
+  const auto keras = models::EmTrkGraphStyle::kKeras;
+  const auto require = models::FusedPlan::kRequire;
+  try {
+    run_model(backend, models::Precision::kBf16, patches, 1, keras, require, "kernels split, sse");
+    ADD_FAILURE() << "an unknown candidate was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fused_candidate: expected one of \"kernels split, "),
+              std::string::npos)
+        << e.what();
+  }
+  if (!gemm_avx512_bf16_available() || !conv2d_avx512_bf16_available())
+    GTEST_SKIP() << "this CPU lacks AVX512-BF16: no vdpbf16ps candidate";
+  const Scores fp32 = run_model(backend, models::Precision::kFp32, patches, n);
+  for (const char* candidate : {"kernels split, avx512_bf16 vdpbf16ps",
+                                "kernels split, avx512_bf16 vdpbf16ps conv and dense"}) {
+    const Scores reduced =
+        run_model(backend, models::Precision::kBf16, patches, n, keras, require, candidate);
+    const Agreement a = compare(fp32, reduced, n);
+    EXPECT_GE(a.top_class, 0.995) << candidate;
+    EXPECT_LE(a.max_diff, 0.02) << candidate;
+    EXPECT_GT(a.max_diff, 0.0) << candidate << ": no difference at all: not reduced";
   }
 }
 

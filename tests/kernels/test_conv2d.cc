@@ -377,6 +377,99 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
   EXPECT_EQ(skipped, 0);
 }
 
+// bf16 activations: every implementation that applies (portable, the widened AVX-512 kernel and
+// the vdpbf16ps pair kernel) against a double-precision convolution of the same bf16 values,
+// rounded once to bf16. The fp32 sums may land on the other side of a rounding boundary, so one
+// bf16 step (relative 2^-7) is allowed. The shapes cover a kernel row of odd and even taps
+// (C_in x kernel_w = 5, 6, 9), a channel tail, stride 2, SAME padding (clipped windows) and every
+// pixel block width; +inf right after image 0's last input value is read by no window of
+// image 0, so image 0's outputs must stay finite (an odd row's last pair reads one tap only).
+TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
+  const Backend& backend = *GetParam();
+  struct Shape {
+    int64_t batch, cin, h, w, cout, kh, kw, stride;
+    AutoPad pad;
+  };
+  const Shape shapes[] = {{2, 1, 48, 48, 48, 5, 5, 1, AutoPad::kValid},
+                          {2, 2, 9, 13, 20, 3, 3, 1, AutoPad::kSameUpper},
+                          {1, 3, 11, 20, 33, 3, 3, 2, AutoPad::kSameLower},
+                          {3, 1, 7, 12, 16, 5, 5, 1, AutoPad::kValid}};
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (const Shape& sh : shapes) {
+    Conv2dParams params;
+    params.layout = Layout::kNHWC;
+    params.auto_pad = sh.pad;
+    params.stride_h = params.stride_w = sh.stride;
+    params.epilogue.activation = Activation::kRelu;
+    const int64_t in_ext[4] = {sh.batch, sh.h, sh.w, sh.cin};
+    const int64_t w_ext[4] = {sh.cout, sh.cin, sh.kh, sh.kw};
+    params.layout = Layout::kNHWC;
+    const Conv2dShape s = conv2d_output_shape(params, in_ext, w_ext);
+    std::vector<bf16> x(size_t(sh.batch * sh.h * sh.w * sh.cin)),
+        w(size_t(sh.cout * sh.cin * sh.kh * sh.kw));
+    std::vector<float> bias(size_t(sh.cout));
+    for (auto& v : x) v = math::to_bf16(u(rng));
+    for (auto& v : w) v = math::to_bf16(u(rng) * 0.5f);
+    for (auto& v : bias) v = u(rng);
+    const size_t image = size_t(sh.h * sh.w * sh.cin);
+    if (sh.batch > 1) x[image] = math::to_bf16(INFINITY);  // image 1's first value
+    std::vector<double> expected(size_t(sh.batch * s.out_h * s.out_w * sh.cout));
+    for (int64_t n = 0; n < sh.batch; ++n)
+      for (int64_t oh = 0; oh < s.out_h; ++oh)
+        for (int64_t ow = 0; ow < s.out_w; ++ow)
+          for (int64_t co = 0; co < sh.cout; ++co) {
+            double sum = bias[size_t(co)];
+            for (int64_t kh = 0; kh < sh.kh; ++kh)
+              for (int64_t kw = 0; kw < sh.kw; ++kw) {
+                const int64_t ih = oh * sh.stride - s.pad_top + kh;
+                const int64_t iw = ow * sh.stride - s.pad_left + kw;
+                if (ih < 0 || ih >= sh.h || iw < 0 || iw >= sh.w) continue;
+                for (int64_t ci = 0; ci < sh.cin; ++ci)
+                  sum += double(math::to_float(
+                             x[size_t(((n * sh.h + ih) * sh.w + iw) * sh.cin + ci)])) *
+                         math::to_float(w[size_t(((co * sh.cin + ci) * sh.kh + kh) * sh.kw + kw)]);
+              }
+            expected[size_t(((n * s.out_h + oh) * s.out_w + ow) * sh.cout + co)] =
+                std::max(sum, 0.0);
+          }
+    Queue queue(backend);
+    auto dx = make_device_buffer<bf16>(queue, x.size());
+    auto dw = make_device_buffer<bf16>(queue, w.size());
+    auto db = make_device_buffer<float>(queue, bias.size());
+    copy_to_device(queue, std::span<const bf16>(x), dx);
+    copy_to_device(queue, std::span<const bf16>(w), dw);
+    copy_to_device(queue, std::span<const float>(bias), db);
+    std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
+    const bool cpu = backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp;
+    if (cpu && conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
+    if (cpu && conv2d_avx512_bf16_available()) impls.push_back(Conv2dImpl::kAvx512Bf16);
+    for (Conv2dImpl impl : impls) {
+      SCOPED_TRACE(std::string(to_string(impl)) + " on " + std::to_string(sh.batch) + "x" +
+                   std::to_string(sh.h) + "x" + std::to_string(sh.w) + "x" +
+                   std::to_string(sh.cin) + " kernel " + std::to_string(sh.kh) + "x" +
+                   std::to_string(sh.kw) + " -> " + std::to_string(sh.cout));
+      auto dy = make_device_buffer<bf16>(queue, expected.size());
+      params.impl = impl;
+      conv2d(queue,
+             make_view<4>(static_cast<const bf16*>(dx.data()), {sh.batch, sh.h, sh.w, sh.cin}),
+             make_view<4>(static_cast<const bf16*>(dw.data()), {sh.cout, sh.cin, sh.kh, sh.kw}),
+             make_view(static_cast<const float*>(db.data()), sh.cout),
+             make_view<4>(dy.data(), {sh.batch, s.out_h, s.out_w, sh.cout}), params);
+      queue.wait();
+      std::vector<bf16> y(expected.size());
+      copy_to_host(queue, dy, std::span<bf16>(y));
+      const size_t checked = sh.batch > 1 ? expected.size() / size_t(sh.batch) : expected.size();
+      for (size_t i = 0; i < checked; ++i) {
+        const double got = math::to_float(y[i]), want = expected[i];
+        ASSERT_TRUE(std::isfinite(got)) << "output " << i;
+        ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-7 + 2e-5)
+            << "output " << i << ": " << got << " vs " << want;
+      }
+    }
+  }
+}
+
 TEST(Conv2dShapeTest, OnnxPaddingRules) {
   Conv2dParams p;
   const int64_t w[4] = {4, 3, 3, 3};
@@ -559,8 +652,9 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
       "conv2d: impl: expected kAuto or kPortable here (kAvx512 needs the serial or "
       "openmp backend, a CPU with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and "
       "channel-contiguous input and output), received kAvx512");
-  expect_error(call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
-               "conv2d: impl: expected kAuto, kPortable, kAvx2 or kAvx512, received 9");
+  expect_error(
+      call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
+      "conv2d: impl: expected kAuto, kPortable, kAvx2, kAvx512 or kAvx512Bf16, received 9");
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok, {-1, 0});
