@@ -2,8 +2,8 @@
 // search). See kernels/knn.h for the output contract.
 
 #include "kaas/kernels/knn.h"
-#include "kaas/backends/half.h"  // math::float_bits
 #include "kaas/backends/kernel.h"
+#include "kaas/kernels/detail/knn_rows.h"
 
 namespace kaas::KAAS_BACKEND_NS {
 
@@ -11,139 +11,15 @@ namespace {
 
 using detail::KnnGrid;
 
-// Heap slot that no real point can beat: +inf distance and the largest index.
-constexpr int32_t kNoIndex = 2147483647;
-
-// Candidates are compared kKnnBlock at a time: coordinate d of candidate j sits at
-// base[d * stride + j] (dimension-major), so the loop over j is one SIMD operation per
-// coordinate on a CPU (squared L2 summed over d in order, the contract of knn.h, hence the same
-// bits) and unrolls into registers on a GPU.
-using detail::kKnnBlock;
-
-template <int kDims>
-KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64_t stride, int dims,
-                                        float* out) {
-  if constexpr (kDims > 0) {
-    // j outermost: the d loop unrolls first and the j loop vectorises with one contiguous load
-    // per coordinate (GCC turns the other nesting into lane shuffles when d is unrolled).
-    for (int j = 0; j < kKnnBlock; ++j) {
-      float sum = 0.0f;
-      for (int d = 0; d < kDims; ++d) {
-        const float t = base[d * stride + j] - q[d];
-        sum += t * t;
-      }
-      out[j] = sum;
-    }
-  } else {
-    // D at run time: d outermost, the block of kKnnBlock sums one vector operation per d.
-    for (int j = 0; j < kKnnBlock; ++j) out[j] = 0.0f;
-    for (int d = 0; d < dims; ++d) {
-      const float qd = q[d];
-      const float* row = base + d * stride;
-      for (int j = 0; j < kKnnBlock; ++j) {
-        const float t = row[j] - qd;
-        out[j] += t * t;
-      }
-    }
-  }
-}
-
-// Whether any distance of a block is <= bound (one vector compare on a CPU).
-KAAS_DEVICE inline bool any_within(const float* block, float bound) {
-  int hits = 0;
-  for (int j = 0; j < kKnnBlock; ++j) hits |= block[j] <= bound ? 1 : 0;
-  return hits != 0;
-}
-
-// (distance, index) order: the total order that makes results independent of visiting order.
-// Distances are >= +0, so their bit patterns order like the values and one 64-bit key
-// (distance bits, index) orders a pair with a single integer compare.
-KAAS_DEVICE inline uint64_t order_key(float distance, int32_t index) {
-  return (uint64_t(math::float_bits(distance)) << 32) | uint32_t(index);
-}
-
-KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
-  return order_key(da, ia) < order_key(db, ib);
-}
-
-// A bounded max-heap of the K-1 best candidates of one query, kept in slots 1..K-1 of the
-// query's own output rows (no extra memory; the worst candidate sits at heap position 0).
-struct HeapRow {
-  float* dist;
-  int32_t* index;
-  int64_t dist_stride, index_stride;
-  int size;
-
-  KAAS_DEVICE float& d(int i) const { return dist[i * dist_stride]; }
-  KAAS_DEVICE int32_t& i(int i) const { return index[i * index_stride]; }
-  KAAS_DEVICE uint64_t key(int i) const { return order_key(d(i), this->i(i)); }
-
-  KAAS_DEVICE void sift_down(int pos, int n) const {
-    const float pd = d(pos);
-    const int32_t pi = i(pos);
-    const uint64_t pk = order_key(pd, pi);
-    for (;;) {
-      int child = 2 * pos + 1;
-      if (child >= n) break;
-      uint64_t ck = key(child);
-      if (child + 1 < n) {
-        const uint64_t right = key(child + 1);
-        if (ck < right) {
-          ck = right;
-          ++child;
-        }
-      }
-      if (pk >= ck) break;
-      d(pos) = d(child);
-      i(pos) = i(child);
-      pos = child;
-    }
-    d(pos) = pd;
-    i(pos) = pi;
-  }
-  KAAS_DEVICE void clear() const {
-    for (int s = 0; s < size; ++s) {
-      d(s) = math::infinity();
-      i(s) = kNoIndex;
-    }
-  }
-  // Replaces the worst candidate (the caller checked that (dd, j) comes before it).
-  KAAS_DEVICE void replace_worst(float dd, int32_t j) const {
-    d(0) = dd;
-    i(0) = j;
-    sift_down(0, size);
-  }
-  // Heap sort into increasing (distance, index); unfilled slots become -1 / +inf.
-  KAAS_DEVICE void finish() const {
-    for (int end = size - 1; end > 0; --end) {
-      const float td = d(0);
-      const int32_t ti = i(0);
-      d(0) = d(end);
-      i(0) = i(end);
-      d(end) = td;
-      i(end) = ti;
-      sift_down(0, end);
-    }
-    for (int s = 0; s < size; ++s) {
-      if (i(s) == kNoIndex) i(s) = -1;
-    }
-  }
-};
-
-// Slot 0 holds the query itself; the heap lives in slots 1..K-1.
-KAAS_DEVICE inline HeapRow heap_of(View2<int32_t> indices, View2<float> distances, int64_t q,
-                                   int k) {
-  return HeapRow{&distances(q, 0) + distances.stride[1], &indices(q, 0) + indices.stride[1],
-                 distances.stride[1], indices.stride[1], k - 1};
-}
-
-// Writes slot 0 (the query itself) and returns the heap.
-KAAS_DEVICE inline HeapRow heap_row(View2<int32_t> indices, View2<float> distances, int64_t q,
-                                    int k) {
-  indices(q, 0) = static_cast<int32_t>(q);
-  distances(q, 0) = 0.0f;
-  return heap_of(indices, distances, q, k);
-}
+using knn_rows::before;
+using knn_rows::block_distances;
+using knn_rows::event_of;
+using knn_rows::heap_of;
+using knn_rows::heap_row;
+using knn_rows::HeapRow;
+using knn_rows::kKnnBlock;
+using knn_rows::order_key;
+using knn_rows::with_dims;
 
 // ---------------------------------------------------------------------------------------------
 // Input check: the first non-finite point and the per-dimension bounds.
@@ -243,20 +119,6 @@ struct FillKernel {
   }
 };
 
-// Event of point p: the e with row_splits[e] <= p < row_splits[e + 1] (empty events skipped).
-KAAS_DEVICE inline int64_t event_of(View1<const int64_t> row_splits, int64_t p) {
-  int64_t lo = 0, hi = row_splits.extent[0] - 1;  // invariant: row_splits[lo] <= p < [hi]
-  while (hi - lo > 1) {
-    const int64_t mid = (lo + hi) / 2;
-    if (row_splits[mid] <= p) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 struct CountKernel {
   static constexpr const char* kName = "knn.bin_count";
   KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> points,
@@ -325,70 +187,11 @@ template <int kDims>
 struct BinnedSearchKernel {
   static constexpr const char* kName = "knn.binned_search";
 
-  struct Query {
-    float coords[kDims > 0 ? kDims : kKnnMaxDims];
-    int dims;
-    int32_t position;  // in cell order (the query itself is skipped by position)
-    const float* points;
-    int64_t stride;  // of the dimension-major sorted coordinates
-    const int32_t* index;
-  };
-
-  // Candidates [first, last) of the sorted arrays, kKnnBlock at a time: the distances of a
-  // block first, then the few that beat the current K-th go through the heap.
-  KAAS_DEVICE static void scan(const Query& q, int32_t first, int32_t last, const HeapRow& heap,
-                               float& worst, int32_t& worst_index) {
-    float block[kKnnBlock];
-    for (int32_t c = first; c < last; c += kKnnBlock) {
-      block_distances<kDims>(q.coords, q.points + c, q.stride, q.dims, block);
-      if (!any_within(block, worst)) continue;  // the common case once the heap is full
-      const int m = math::min<int32_t>(kKnnBlock, last - c);
-      for (int t = 0; t < m; ++t) {
-        const float dd = block[t];
-        if (dd > worst || c + t == q.position) continue;
-        const int32_t j = q.index[c + t];
-        if (order_key(dd, j) > order_key(worst, worst_index)) continue;
-        heap.replace_worst(dd, j);
-        worst = heap.d(0);
-        worst_index = heap.i(0);
-      }
-    }
-  }
-
-  // Writes the first heap.size candidates of [first, last) other than the query into the
-  // (cleared) heap slots in order, then makes them a heap; returns where the rest begins.
-  KAAS_DEVICE static int32_t fill(const Query& q, int32_t first, int32_t last,
-                                  const HeapRow& heap) {
-    heap.clear();
-    int filled = 0;
-    int32_t next = first;
-    float block[kKnnBlock];
-    while (next < last && filled < heap.size) {
-      block_distances<kDims>(q.coords, q.points + next, q.stride, q.dims, block);
-      const int m = math::min<int32_t>(kKnnBlock, last - next);
-      int t = 0;
-      for (; t < m && filled < heap.size; ++t) {
-        if (next + t == q.position) continue;
-        heap.d(filled) = block[t];
-        heap.i(filled) = q.index[next + t];
-        ++filled;
-      }
-      next += t;
-    }
-    for (int pos = heap.size / 2 - 1; pos >= 0; --pos) heap.sift_down(pos, heap.size);
-    return next;
-  }
+  using Query = knn_rows::SortedQuery<kDims>;
 
   KAAS_DEVICE static Query load_query(const KnnGrid& grid, View1<const float> sorted_points,
                                       View1<const int32_t> sorted_index, int64_t position) {
-    Query q;
-    q.dims = kDims > 0 ? kDims : grid.dims;
-    q.position = static_cast<int32_t>(position);
-    q.points = sorted_points.data;
-    q.stride = sorted_points.extent[0] / q.dims;
-    q.index = sorted_index.data;
-    for (int d = 0; d < q.dims; ++d) q.coords[d] = sorted_points[d * q.stride + position];
-    return q;
+    return Query::load(grid.dims, sorted_points, sorted_index, position);
   }
 
   // The gap along binned dimension b between the group's cell c and cell v, less the margin.
@@ -419,10 +222,10 @@ struct BinnedSearchKernel {
           const HeapRow heap = heap_row(indices, distances, sorted_index[chunk + e], k);
           if (k == 1) continue;
           const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
-          const int32_t rest = fill(q, int32_t(first), int32_t(last), heap);
+          const int32_t rest = Query::fill(q, int32_t(first), int32_t(last), heap);
           float worst = heap.d(0);
           int32_t worst_index = heap.i(0);
-          scan(q, rest, int32_t(last), heap, worst, worst_index);
+          Query::scan(q, rest, int32_t(last), heap, worst, worst_index);
         }
         if (k == 1) continue;
         float group_worst = math::infinity();
@@ -553,7 +356,7 @@ struct BinnedSearchKernel {
     if (face) {
       int32_t a = lo[0], e = hi[0];
       trim(grid, x0, worst, row_bound, a, e);
-      if (a <= e) scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
+      if (a <= e) Query::scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
       return;
     }
     for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
@@ -561,7 +364,7 @@ struct BinnedSearchKernel {
       if (cx < 0 || cx >= grid.bins[0]) continue;
       const float dx = cell_gap(grid, x0, 0, cx);
       if ((row_bound + dx * dx) * 0.9999f > worst) continue;
-      scan(q, starts[row + cx], starts[row + cx + 1], heap, worst, worst_index);
+      Query::scan(q, starts[row + cx], starts[row + cx + 1], heap, worst, worst_index);
     }
   }
 };
@@ -570,27 +373,6 @@ struct BinnedSearchKernel {
 // bookkeeping granularity.
 int search_group_size(int requested) {
   return requested > 0 ? requested : 128;
-}
-
-// Instantiations for common D (query in registers) and one for any D.
-template <template <int> class Kernel, class F>
-void with_dims(int64_t dims, F&& f) {
-  switch (dims) {
-    case 2:
-      return f(Kernel<2>{});
-    case 3:
-      return f(Kernel<3>{});
-    case 4:
-      return f(Kernel<4>{});
-    case 6:
-      return f(Kernel<6>{});
-    case 8:
-      return f(Kernel<8>{});
-    case 16:
-      return f(Kernel<16>{});
-    default:
-      return f(Kernel<0>{});
-  }
 }
 
 }  // namespace
