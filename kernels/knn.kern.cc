@@ -83,8 +83,8 @@ struct BruteForceKernel {
           for (int d = 0; d < dims; ++d) query[d] = points(q, d);
           const HeapRow heap = heap_of(indices, distances, q, k);
           // The heap survives the sync() in global memory; its worst entry is re-read here.
-          float worst = heap.d(0);
-          int32_t worst_index = heap.i(0);
+          float worst = heap.worst_d();
+          int32_t worst_index = heap.worst_i();
           float block[kKnnBlock];
           for (int64_t t0 = 0; t0 < count; t0 += kKnnBlock) {
             block_distances<kDims>(query, tile_points + t0, tile, dims, block);
@@ -94,8 +94,8 @@ struct BruteForceKernel {
               const int32_t j = static_cast<int32_t>(base + t0 + t);
               if (j == q || !before(dd, j, worst, worst_index)) continue;
               heap.replace_worst(dd, j);
-              worst = heap.d(0);
-              worst_index = heap.i(0);
+              worst = heap.worst_d();
+              worst_index = heap.worst_i();
             }
           }
         }
@@ -223,8 +223,8 @@ struct BinnedSearchKernel {
           if (k == 1) continue;
           const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
           const int32_t rest = Query::fill(q, int32_t(first), int32_t(last), heap);
-          float worst = heap.d(0);
-          int32_t worst_index = heap.i(0);
+          float worst = heap.worst_d();
+          int32_t worst_index = heap.worst_i();
           Query::scan(q, rest, int32_t(last), heap, worst, worst_index);
         }
         if (k == 1) continue;
@@ -280,7 +280,7 @@ struct BinnedSearchKernel {
                   const float g = cell_gap(grid, x, b, v[b]);
                   row_bound += g * g;
                 }
-                if (row_bound * 0.9999f > heap.d(0)) continue;
+                if (row_bound * 0.9999f > heap.worst_d()) continue;
                 search_row(grid, load_query(grid, sorted_points, sorted_index, position), heap,
                            starts, row, row_bound, c, lo, hi, r, face);
               }
@@ -300,7 +300,7 @@ struct BinnedSearchKernel {
           ctx.sync();
           for (int64_t e : group_elements(ctx, queries)) {
             const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);
-            const float worst = heap_of(indices, distances, sorted_index[chunk + e], k).d(0);
+            const float worst = heap_of(indices, distances, sorted_index[chunk + e], k).worst_d();
             float gap = math::infinity();
             for (int b = 0; b < nb; ++b) {
               const float x = q.coords[grid.dim[b]];
@@ -350,8 +350,8 @@ struct BinnedSearchKernel {
                                      View1<const int32_t> starts, int64_t row, float row_bound,
                                      const int32_t* c, const int32_t* lo, const int32_t* hi,
                                      int32_t r, bool face) {
-    float worst = heap.d(0);
-    int32_t worst_index = heap.i(0);
+    float worst = heap.worst_d();
+    int32_t worst_index = heap.worst_i();
     const float x0 = q.coords[grid.dim[0]];
     if (face) {
       int32_t a = lo[0], e = hi[0];

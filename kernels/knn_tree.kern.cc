@@ -241,7 +241,7 @@ struct TreeSearchKernel {
     for (int64_t e : group_elements(ctx, 1)) shared[e] = 0.0f;
     ctx.sync();
     for (int64_t e : group_elements(ctx, queries)) {
-      ctx.atomic_max(&shared[0], heap_of(indices, distances, index[begin + e], k).d(0));
+      ctx.atomic_max(&shared[0], heap_of(indices, distances, index[begin + e], k).worst_d());
     }
     ctx.sync();
     return shared[0];
@@ -266,8 +266,8 @@ struct TreeSearchKernel {
         if (k == 1) continue;
         const Query q = Query::load(dims, sorted_points, sorted_index, pos);
         const int32_t rest = Query::fill(q, int32_t(own.begin), int32_t(own.end), heap);
-        float worst = heap.d(0);
-        int32_t worst_index = heap.i(0);
+        float worst = heap.worst_d();
+        int32_t worst_index = heap.worst_i();
         Query::scan(q, rest, int32_t(own.end), heap, worst, worst_index);
       }
       if (k > 1 && end_leaf - first_leaf > 1) {
@@ -292,10 +292,10 @@ struct TreeSearchKernel {
             for (int64_t e : group_elements(ctx, queries)) {
               const int64_t pos = own.begin + e;
               const HeapRow heap = heap_of(indices, distances, sorted_index[pos], k);
-              float worst = heap.d(0);
+              float worst = heap.worst_d();
               const Query q = Query::load(dims, sorted_points, sorted_index, pos);
               if (point_gap2(q.coords, box, dims) * kBoundSlack > worst) continue;
-              int32_t worst_index = heap.i(0);
+              int32_t worst_index = heap.worst_i();
               Query::scan(q, int32_t(r.begin), int32_t(r.end), heap, worst, worst_index);
             }
             worst_of_group =

@@ -292,6 +292,10 @@ void register_knn() {
   const std::vector<std::pair<std::string, Runner>> impls = {
       {"kaas_openmp_auto",
        [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kAuto); }},
+      {"kaas_openmp_binned",
+       [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kBinned); }},
+      {"kaas_openmp_tree",
+       [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kTree); }},
       {"nanoflann_kdtree", knn_nanoflann},
       {"sklearn_kd_tree",
        [](benchmark::State& st, Points p) { knn_python_peer(st, p, "kd_tree"); }},

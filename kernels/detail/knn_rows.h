@@ -64,17 +64,26 @@ KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
   return order_key(da, ia) < order_key(db, ib);
 }
 
-// A bounded max-heap of the K-1 best candidates of one query, kept in slots 1..K-1 of the
-// query's own output rows (no extra memory; the worst candidate sits at heap position 0).
+// The K-1 best candidates of one query so far, kept in slots 1..K-1 of the query's own output
+// rows (no extra memory): for K - 1 <= kSortedRowMax a list sorted by (distance, index), which
+// takes a candidate by one insertion from the end (a predictable loop: cheaper than a heap's
+// sift for short rows), else a bounded max-heap. worst_d() / worst_i(): the candidate a new one
+// must beat.
+inline constexpr int kSortedRowMax = 31;
+
 struct HeapRow {
   float* dist;
   int32_t* index;
   int64_t dist_stride, index_stride;
   int size;
 
+  KAAS_DEVICE bool sorted() const { return size <= kSortedRowMax; }
   KAAS_DEVICE float& d(int i) const { return dist[i * dist_stride]; }
   KAAS_DEVICE int32_t& i(int i) const { return index[i * index_stride]; }
   KAAS_DEVICE uint64_t key(int i) const { return order_key(d(i), this->i(i)); }
+  KAAS_DEVICE int worst_slot() const { return sorted() ? size - 1 : 0; }
+  KAAS_DEVICE float worst_d() const { return d(worst_slot()); }
+  KAAS_DEVICE int32_t worst_i() const { return i(worst_slot()); }
 
   KAAS_DEVICE void sift_down(int pos, int n) const {
     const float pd = d(pos);
@@ -99,28 +108,55 @@ struct HeapRow {
     d(pos) = pd;
     i(pos) = pi;
   }
+  // Moves slot `pos` down the sorted list to its place among slots [0, pos].
+  KAAS_DEVICE void insert_down(int pos) const {
+    const float pd = d(pos);
+    const int32_t pi = i(pos);
+    const uint64_t pk = order_key(pd, pi);
+    for (; pos > 0 && key(pos - 1) > pk; --pos) {
+      d(pos) = d(pos - 1);
+      i(pos) = i(pos - 1);
+    }
+    d(pos) = pd;
+    i(pos) = pi;
+  }
   KAAS_DEVICE void clear() const {
     for (int s = 0; s < size; ++s) {
       d(s) = math::infinity();
       i(s) = kNoIndex;
     }
   }
+  // Orders the slots after they were written in any order.
+  KAAS_DEVICE void build() const {
+    if (sorted()) {
+      for (int pos = 1; pos < size; ++pos) insert_down(pos);
+    } else {
+      for (int pos = size / 2 - 1; pos >= 0; --pos) sift_down(pos, size);
+    }
+  }
   // Replaces the worst candidate (the caller checked that (dd, j) comes before it).
   KAAS_DEVICE void replace_worst(float dd, int32_t j) const {
-    d(0) = dd;
-    i(0) = j;
-    sift_down(0, size);
+    const int w = worst_slot();
+    d(w) = dd;
+    i(w) = j;
+    if (sorted()) {
+      insert_down(w);
+    } else {
+      sift_down(0, size);
+    }
   }
-  // Heap sort into increasing (distance, index); unfilled slots become -1 / +inf.
+  // Increasing (distance, index); unfilled slots become -1 / +inf.
   KAAS_DEVICE void finish() const {
-    for (int end = size - 1; end > 0; --end) {
-      const float td = d(0);
-      const int32_t ti = i(0);
-      d(0) = d(end);
-      i(0) = i(end);
-      d(end) = td;
-      i(end) = ti;
-      sift_down(0, end);
+    if (!sorted()) {
+      for (int end = size - 1; end > 0; --end) {
+        const float td = d(0);
+        const int32_t ti = i(0);
+        d(0) = d(end);
+        i(0) = i(end);
+        d(end) = td;
+        i(end) = ti;
+        sift_down(0, end);
+      }
     }
     for (int s = 0; s < size; ++s) {
       if (i(s) == kNoIndex) i(s) = -1;
@@ -183,14 +219,14 @@ struct SortedQuery {
         const int32_t j = q.index[c + t];
         if (order_key(dd, j) > order_key(worst, worst_index)) continue;
         heap.replace_worst(dd, j);
-        worst = heap.d(0);
-        worst_index = heap.i(0);
+        worst = heap.worst_d();
+        worst_index = heap.worst_i();
       }
     }
   }
 
   // Writes the first heap.size candidates of [first, last) other than the query into the
-  // (cleared) heap slots in order, then makes them a heap; returns where the rest begins.
+  // (cleared) slots in order, then orders them; returns where the rest begins.
   KAAS_DEVICE static int32_t fill(const SortedQuery& q, int32_t first, int32_t last,
                                   const HeapRow& heap) {
     heap.clear();
@@ -209,7 +245,7 @@ struct SortedQuery {
       }
       next += t;
     }
-    for (int pos = heap.size / 2 - 1; pos >= 0; --pos) heap.sift_down(pos, heap.size);
+    heap.build();
     return next;
   }
 
