@@ -36,8 +36,8 @@ void check_arguments(View2<const float> points, View1<const int64_t> row_splits,
   detail::check_view(indices, kKernel, "indices");
   detail::check_view(distances, kKernel, "distances");
   require(method == KnnMethod::kAuto || method == KnnMethod::kBruteForce ||
-              method == KnnMethod::kBinned || method == KnnMethod::kTree,
-          kKernel, "method", "kAuto, kBruteForce, kBinned or kTree",
+              method == KnnMethod::kBinned,
+          kKernel, "method", "kAuto, kBruteForce or kBinned",
           std::to_string(static_cast<int>(method)));
   require(k >= 1 && k <= kKnnMaxK, kKernel, "k", "1.." + std::to_string(kKnnMaxK),
           std::to_string(k));
@@ -278,109 +278,6 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
   queue.wait();  // the workspaces are freed on return
 }
 
-// Points per leaf of the tree method: a group's queries share one walk of the tree, so larger
-// leaves cut the walks; smaller ones keep the leaf boxes tight.
-int64_t tree_leaf_size(int k) {
-  return k <= 16 ? 32 : 64;
-}
-
-// The tree method's Morton code: the (up to 3) coordinates of largest spread, one scale for all
-// (cubic code cells), 21 bits each at most; coarse cells of about 8 points for an event of
-// average size (a counting sort into them, then each sorted by code).
-detail::KnnTree make_tree(const std::vector<float>& bounds, int64_t dims, int64_t n,
-                          const std::vector<int64_t>& splits, int k) {
-  detail::KnnTree tree{};
-  tree.dims = static_cast<int>(dims);
-  std::vector<int> order(static_cast<size_t>(dims));
-  for (int64_t d = 0; d < dims; ++d) order[size_t(d)] = int(d);
-  auto extent_of = [&](int d) { return double(bounds[dims + d]) - double(bounds[d]); };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return extent_of(a) > extent_of(b); });
-  const double max_extent = extent_of(order[0]);
-  tree.code_dims = 0;
-  for (int b = 0; b < std::min<int64_t>(dims, detail::kKnnMaxCodeDims); ++b) {
-    const int d = order[size_t(b)];
-    if (b > 0 && !(extent_of(d) > 1e-6 * max_extent)) break;  // no spread: no use in the code
-    tree.code_dim[b] = d;
-    tree.origin[b] = bounds[d];
-    ++tree.code_dims;
-  }
-  tree.bits = std::min(21, 63 / tree.code_dims);
-  tree.scale = max_extent > 0 ? static_cast<float>(std::ldexp(1.0, tree.bits) / max_extent) : 0.0f;
-  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
-  int64_t nonempty = 0;
-  for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
-  const double per_event = double(n) / double(std::max<int64_t>(1, nonempty));
-  const int total_bits = tree.code_dims * tree.bits;
-  int cell_bits = std::clamp(int(std::floor(std::log2(std::max(per_event / 8.0, 1.0)))), 0,
-                             std::min(total_bits, 30));
-  // At most one cell per point (plus one per event): the workspace bound of knn.h.
-  while (cell_bits > 0 && double(events) * std::ldexp(1.0, cell_bits) > double(n + events))
-    --cell_bits;
-  tree.cell_shift = total_bits - cell_bits;
-  tree.event_cells = int64_t{1} << cell_bits;
-  tree.leaf_size = tree_leaf_size(k);
-  tree.leaves = 0;
-  for (int64_t e = 0; e < events; ++e)
-    tree.leaves += (splits[e + 1] - splits[e] + tree.leaf_size - 1) / tree.leaf_size;
-  tree.leaf_slots = 1;
-  while (tree.leaf_slots < tree.leaves) tree.leaf_slots *= 2;
-  return tree;
-}
-
-void launch_tree(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits,
-                 const std::vector<int64_t>& splits, const std::vector<float>& bounds, int k,
-                 View2<int32_t> indices, View2<float> distances, const LaunchConfig& config) {
-  const int64_t n = points.extent[0], dims = points.extent[1];
-  const detail::KnnTree tree = make_tree(bounds, dims, n, splits, k);
-  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
-  std::vector<int64_t> leaf_splits(splits.size(), 0);
-  for (int64_t e = 0; e < events; ++e) {
-    leaf_splits[size_t(e + 1)] =
-        leaf_splits[size_t(e)] + (splits[e + 1] - splits[e] + tree.leaf_size - 1) / tree.leaf_size;
-  }
-  const int64_t cells = events * tree.event_cells;
-  auto device_leaf_splits = make_device_buffer<int64_t>(queue, leaf_splits.size());
-  copy_to_device(queue, std::span<const int64_t>(leaf_splits), device_leaf_splits);
-  // Dimension-major, row stride N + kKnnBlock (a block read past the end stays inside).
-  auto sorted_points = make_device_buffer<float>(queue, size_t((n + detail::kKnnBlock) * dims));
-  auto sorted_index = make_device_buffer<int32_t>(queue, size_t(n));
-  {
-    auto codes = make_device_buffer<uint64_t>(queue, size_t(n));
-    auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
-    auto slot = make_device_buffer<int32_t>(queue, size_t(n));
-    auto starts = make_device_buffer<int32_t>(queue, size_t(cells + 1));
-    [&] {
-      KAAS_RETURN_LAUNCH(queue, knn_tree_code_launch, queue, points, row_splits, tree, codes.view(),
-                         cell_of.view(), slot.view(), starts.view());
-    }();
-    const LaunchConfig scan_config{config.group_size, 0};
-    auto scan_workspace = make_device_buffer<int32_t>(
-        queue, size_t(exclusive_scan_workspace_size(queue, cells + 1, scan_config)));
-    exclusive_scan<int32_t>(queue, starts.view(), starts.view(), scan_workspace.view(),
-                            scan_config);
-    auto sorted_code = make_device_buffer<uint64_t>(queue, size_t(n));
-    [&] {
-      KAAS_RETURN_LAUNCH(queue, knn_tree_sort_launch, queue, points, codes.view(), cell_of.view(),
-                         slot.view(), starts.view(), sorted_code.view(), sorted_index.view(),
-                         sorted_points.view());
-    }();
-    queue.wait();  // the sort's workspaces are freed here
-  }
-  auto boxes = make_device_buffer<float>(queue, size_t(2 * tree.leaf_slots * 2 * dims));
-  [&] {
-    KAAS_RETURN_LAUNCH(queue, knn_tree_boxes_launch, queue, tree, row_splits,
-                       device_leaf_splits.view(), sorted_points.view(), boxes.view());
-  }();
-  [&] {
-    KAAS_RETURN_LAUNCH(queue, knn_tree_search_launch, queue, tree, row_splits,
-                       device_leaf_splits.view(), sorted_points.view(), sorted_index.view(),
-                       boxes.view(), k, indices, distances,
-                       config.group_size_or(int(tree.leaf_size)));
-  }();
-  queue.wait();  // the workspaces are freed on return
-}
-
 }  // namespace
 
 // Measured (bench knn_crossover, openmp 2 threads, K = 16): 100 uniform events of 32 points,
@@ -406,8 +303,6 @@ void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row
   }
   if (method == KnnMethod::kBruteForce) {
     launch_brute_force(queue, points, row_splits, splits, k, indices, distances, config);
-  } else if (method == KnnMethod::kTree) {
-    launch_tree(queue, points, row_splits, splits, bounds, k, indices, distances, config);
   } else {
     launch_binned(queue, points, row_splits, splits, bounds, k, indices, distances, config);
   }

@@ -23,16 +23,6 @@
 //                it together: the own cell fills each query's heap, then rows of cells are
 //                skipped for the whole group or per query by their distance, and the group
 //                stops once no query can gain from the next shell.
-//   kTree        a bucket bounding-volume tree that adapts to where the points are (tracks,
-//                showers, empty regions): the points of each event are sorted along a Morton
-//                (Z-order) curve of the (up to 3) coordinates of largest spread, by a counting sort
-//                into coarse Morton cells then a sort of each cell by (code, index); runs of L
-//                consecutive points of an event are the leaves, each with its bounding box, and
-//                an implicit binary tree over all leaves holds the boxes of its subtrees. One
-//                group per leaf takes the leaf's points as its queries: their heaps are filled
-//                from the leaf itself, then the group walks the tree together, nearest subtree
-//                first, skipping a subtree whose box is farther from the leaf's box than the
-//                group's largest K-th distance, and per query a leaf farther than its own.
 //   kAuto        kBinned when the largest event has more than 48 points, else kBruteForce, for
 //                every D (measured thresholds in knn.cc).
 // Candidates are compared 16 at a time (one SIMD compare skips a block that cannot enter); each
@@ -58,7 +48,7 @@
 
 namespace kaas {
 
-enum class KnnMethod { kAuto, kBruteForce, kBinned, kTree };
+enum class KnnMethod { kAuto, kBruteForce, kBinned };
 
 inline constexpr int kKnnMaxK = 256;
 inline constexpr int kKnnMaxDims = 16;
@@ -93,22 +83,6 @@ struct KnnGrid {
   int64_t event_cells;                // product of bins
 };
 
-// The tree method's sort and leaves; the same value for every element of a launch.
-inline constexpr int kKnnMaxCodeDims = 3;  // coordinates of the Morton code at most
-struct KnnTree {
-  int32_t code_dim[kKnnMaxCodeDims];  // the coordinates of the Morton code (largest spread first)
-  float origin[kKnnMaxCodeDims];      // their minimum over all points
-  float scale;                        // code units per coordinate unit (one for all, cubic)
-  int code_dims;                      // B <= min(D, kKnnMaxCodeDims)
-  int bits;                           // code bits per coordinate (B * bits <= 63)
-  int cell_shift;                     // coarse cell of a point: code >> cell_shift
-  int64_t event_cells;                // coarse cells per event (1 << (B * bits - cell_shift))
-  int dims;                           // D
-  int64_t leaf_size;                  // points per leaf (the last leaf of an event: fewer)
-  int64_t leaves;                     // over all events
-  int64_t leaf_slots;                 // P: the tree's leaf slots, a power of two >= the leaves
-};
-
 }  // namespace detail
 
 // Non-finite check and per-dimension bounds: first_bad[0] = min index of a point with a NaN or
@@ -133,25 +107,5 @@ KAAS_DECLARE_LAUNCHER(void, knn_bin_scatter_launch,
 KAAS_DECLARE_LAUNCHER(void, knn_binned_search_launch,
                       (const Queue&, detail::KnnGrid, View1<const float>, View1<const int32_t>,
                        View1<const int32_t>, int, View2<int32_t>, View2<float>, int))
-
-// Tree: Morton code, coarse cell and slot-in-cell of every point (counts zeroed first).
-KAAS_DECLARE_LAUNCHER(void, knn_tree_code_launch,
-                      (const Queue&, View2<const float>, View1<const int64_t>, detail::KnnTree,
-                       View1<uint64_t>, View1<int32_t>, View1<int32_t>, View1<int32_t>))
-// Tree: points into coarse-cell order, then each cell sorted by (code, index), then the
-// coordinates gathered dimension-major (row stride N + kKnnBlock, zero padded).
-KAAS_DECLARE_LAUNCHER(void, knn_tree_sort_launch,
-                      (const Queue&, View2<const float>, View1<const uint64_t>,
-                       View1<const int32_t>, View1<const int32_t>, View1<const int32_t>,
-                       View1<uint64_t>, View1<int32_t>, View1<float>))
-// Tree: leaf boxes, then the boxes of every level up to the root ([2 P][2][D]: lo, hi).
-KAAS_DECLARE_LAUNCHER(void, knn_tree_boxes_launch,
-                      (const Queue&, detail::KnnTree, View1<const int64_t>, View1<const int64_t>,
-                       View1<const float>, View1<float>))
-// Tree: the search, one group per leaf.
-KAAS_DECLARE_LAUNCHER(void, knn_tree_search_launch,
-                      (const Queue&, detail::KnnTree, View1<const int64_t>, View1<const int64_t>,
-                       View1<const float>, View1<const int32_t>, View1<const float>, int,
-                       View2<int32_t>, View2<float>, int))
 
 }  // namespace kaas

@@ -3,14 +3,16 @@
 //  - knn_peers/<impl>/points:<uniform|toy>/...: kaas (openmp backend, kAuto) beside its peers
 //    on the same points in the same run: nanoflann (Debian libnanoflann-dev, KD-tree built
 //    here, queries over the OpenMP threads), scikit-learn's KD-tree and ball tree (n_jobs =
-//    threads) and FAISS IndexFlatL2 (PyPI faiss-cpu), the Python ones through
+//    threads), FAISS IndexFlatL2 (PyPI faiss-cpu), pykdtree (OpenMP, OMP_NUM_THREADS) and scipy's
+//    cKDTree (workers = threads), the Python ones through
 //    bench/peers/knn_peers.py run once per shape with KAAS_BENCH_PYTHON (default
 //    /usr/bin/python3); a missing package skips the row.
 // Every point is a query, K includes the point itself. Counters build_ms and query_ms split the
 // time: the peers time their index build and queries; kaas's build_ms is the same call with
 // K = 1 (validation, grid, scatter; the search returns at once).
-// Points: uniform in [0, 1)^D in equal events, or hits of kaas-toy-event events (each plane an
-// event; coordinates wire and drift position in cm, then the hit's peak ADC / 10 for D = 3).
+// Points: uniform in [0, 1)^D in equal events, hits of kaas-toy-event events (each plane an
+// event; coordinates wire and drift position in cm, then the hit's peak ADC / 10 for D = 3), or
+// the clustered tracks + showers + noise of knn_track_points.h.
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "bench/kernels/case_bench.h"
+#include "bench/kernels/knn_track_points.h"
 #include "bench/registry.h"
 #include "cases/knn_cases.h"
 #include "examples/lartpc/toy_event.h"
@@ -40,7 +43,22 @@
 namespace kaas::bench {
 namespace {
 
-enum class Points { kUniform = 0, kToy = 1 };
+// kTracks / kTracksSparse: bench/kernels/knn_track_points.h with a hit every 0.5 / 2 units.
+enum class Points { kUniform = 0, kToy = 1, kTracks = 2, kTracksSparse = 3 };
+
+const char* points_name(Points p) {
+  switch (p) {
+    case Points::kUniform:
+      return "uniform";
+    case Points::kToy:
+      return "toy";
+    case Points::kTracks:
+      return "tracks";
+    case Points::kTracksSparse:
+      return "tracks_sparse";
+  }
+  return "unknown";
+}
 
 struct Shape {
   Points points;
@@ -85,9 +103,17 @@ const cases::PointSet& points_of(const Shape& s) {
   const std::vector<int64_t> key = {int64_t(s.points), s.n, s.dims, s.events};
   auto it = made.find(key);
   if (it == made.end()) {
-    it = made.emplace(key, s.points == Points::kToy ? toy_points(s.n, s.dims)
-                                                    : cases::uniform_points(s.n, s.dims, s.events))
-             .first;
+    cases::PointSet set;
+    if (s.points == Points::kToy) {
+      set = toy_points(s.n, s.dims);
+    } else if (s.points == Points::kUniform) {
+      set = cases::uniform_points(s.n, s.dims, s.events);
+    } else {
+      TrackPointsConfig config;
+      config.spacing = s.points == Points::kTracks ? 0.5f : 2.0f;
+      set = track_points(s.n, s.dims, config);
+    }
+    it = made.emplace(key, std::move(set)).first;
   }
   return it->second;
 }
@@ -271,7 +297,15 @@ std::vector<Shape> peer_shapes() {
   for (int64_t dims : {2, 3}) {
     shapes.push_back({Points::kToy, 1, dims, 16, 3});    // one toy event: 3 planes
     shapes.push_back({Points::kToy, 20, dims, 16, 60});  // 20 toy events
+    shapes.push_back({Points::kToy, 1, dims, 64, 3});
   }
+  // Clustered hits of the track generator (issue 31): N, D, K.
+  for (int64_t n : {100'000, 1'000'000}) {
+    for (int64_t dims : {2, 3}) {
+      for (int k : {16, 64}) shapes.push_back({Points::kTracks, n, dims, k, 1});
+    }
+  }
+  shapes.push_back({Points::kTracksSparse, 100'000, 2, 16, 1});
   return shapes;
 }
 
@@ -294,26 +328,26 @@ void register_knn() {
        [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kAuto); }},
       {"kaas_openmp_binned",
        [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kBinned); }},
-      {"kaas_openmp_tree",
-       [](benchmark::State& st, Points p) { knn_kaas(st, p, KnnMethod::kTree); }},
       {"nanoflann_kdtree", knn_nanoflann},
       {"sklearn_kd_tree",
        [](benchmark::State& st, Points p) { knn_python_peer(st, p, "kd_tree"); }},
       {"sklearn_ball_tree",
        [](benchmark::State& st, Points p) { knn_python_peer(st, p, "ball_tree"); }},
       {"faiss_flat", [](benchmark::State& st, Points p) { knn_python_peer(st, p, "faiss_flat"); }},
+      {"pykdtree", [](benchmark::State& st, Points p) { knn_python_peer(st, p, "pykdtree"); }},
+      {"scipy_ckdtree", [](benchmark::State& st, Points p) { knn_python_peer(st, p, "ckdtree"); }},
   };
   for (const Shape& s : peer_shapes()) {
     for (const auto& [impl, runner] : impls) {
       if (!runs(impl, s)) continue;
-      const std::string name =
-          "knn_peers/" + impl + "/points:" + (s.points == Points::kToy ? "toy" : "uniform");
+      const std::string name = "knn_peers/" + impl + "/points:" + points_name(s.points);
       // toy: n counts toy events (three planes, three kNN events each).
       auto* b = benchmark::RegisterBenchmark(name.c_str(), runner, s.points)
                     ->Args({s.n, s.dims, s.k, s.events})
                     ->ArgNames({"n", "d", "k", "events"})
                     ->Unit(benchmark::kMillisecond);
-      if (impl.rfind("sklearn", 0) == 0 || impl == "faiss_flat") {
+      if (impl.rfind("sklearn", 0) == 0 || impl == "faiss_flat" || impl == "pykdtree" ||
+          impl == "scipy_ckdtree") {
         b->UseManualTime()->Iterations(expected_points(s) >= 500'000 ? 1 : 3);
       } else {
         b->UseRealTime();

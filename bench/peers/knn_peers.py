@@ -2,13 +2,16 @@
 """Python peers for bench_knn: all-points exact kNN on the benchmark's points.
 
 Usage: knn_peers.py METHOD POINTS.f32 SPLITS.i64 D K REPEATS THREADS
-METHOD: kd_tree or ball_tree (scikit-learn NearestNeighbors, n_jobs=THREADS) or faiss_flat
-(FAISS IndexFlatL2, exact, THREADS OpenMP threads). POINTS.f32 holds N x D float32 values
+METHOD: kd_tree or ball_tree (scikit-learn NearestNeighbors, n_jobs=THREADS), faiss_flat
+(FAISS IndexFlatL2, exact, THREADS OpenMP threads), pykdtree (pykdtree's KDTree, leaf size 16,
+queries over THREADS OpenMP threads) or ckdtree (scipy.spatial.cKDTree, leaf size 16, workers =
+THREADS). POINTS.f32 holds N x D float32 values
 (row-major), SPLITS.i64 the E + 1 event boundaries. Per repeat and event: build the index on the
 event's points, then query every point of it (k = K, the point itself included).
 Prints one line per repeat: "build_seconds query_seconds" (summed over the events).
 Exits 3 when the method's package is missing (the benchmark then skips the row).
 """
+import os
 import sys
 import time
 
@@ -39,7 +42,29 @@ def index_builder(method, threads):
             return index
 
         return build, lambda index, points, k: index.search(points, k)
-    raise SystemExit(f"unknown method {method!r}: expected kd_tree, ball_tree or faiss_flat")
+    if method == "pykdtree":
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the extension loads
+        try:
+            from pykdtree.kdtree import KDTree
+        except ImportError:
+            sys.exit(3)
+
+        def build(points, k):
+            return KDTree(points, leafsize=16)
+
+        return build, lambda index, points, k: index.query(points, k=k)
+    if method == "ckdtree":
+        try:
+            from scipy.spatial import cKDTree
+        except ImportError:
+            sys.exit(3)
+
+        def build(points, k):
+            return cKDTree(points, leafsize=16)
+
+        return build, lambda index, points, k: index.query(points, k=k, workers=threads)
+    raise SystemExit(f"unknown method {method!r}: expected kd_tree, ball_tree, faiss_flat, "
+                     "pykdtree or ckdtree")
 
 
 def main():

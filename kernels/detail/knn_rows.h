@@ -1,5 +1,5 @@
 #pragma once
-// The per-query pieces of the kNN search kernels (kernels/knn.kern.cc, knn_tree.kern.cc): block
+// The per-query pieces of the kNN search kernels (kernels/knn.kern.cc): block
 // distances, the bounded heap each query keeps in its own output row, and the scan of a run of
 // points in sorted (dimension-major) order. Included by *.kern.cc after backends/kernel.h.
 
@@ -69,7 +69,7 @@ KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
 // takes a candidate by one insertion from the end (a predictable loop: cheaper than a heap's
 // sift for short rows), else a bounded max-heap. worst_d() / worst_i(): the candidate a new one
 // must beat.
-inline constexpr int kSortedRowMax = 31;
+inline constexpr int kSortedRowMax = 63;
 
 struct HeapRow {
   float* dist;

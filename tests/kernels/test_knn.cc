@@ -26,7 +26,6 @@ class KnnTest : public ::testing::TestWithParam<const Backend*> {};
 const char* method_name(KnnMethod method) {
   return method == KnnMethod::kBinned       ? "binned"
          : method == KnnMethod::kBruteForce ? "brute"
-         : method == KnnMethod::kTree       ? "tree"
                                             : "auto";
 }
 
@@ -81,7 +80,7 @@ TEST_P(KnnTest, IntegerPointsMatchReferenceExactly) {
   Queue queue(*GetParam());
   const bool emu = queue.backend().id() == BackendId::kGpuEmu;
   int64_t skipped = 0;
-  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned, KnnMethod::kTree}) {
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
     for (int64_t dims : {1, 2, 3, 4, 6, 16}) {
       for (int k : {1, 16, 64, 256}) {
         for (Shape shape : {Shape::kIntegerGrid, Shape::kDuplicates}) {
@@ -111,7 +110,7 @@ TEST_P(KnnTest, DuplicatesOfTheQueryComeAfterItByIndex) {
   set.dims = 2;
   set.coords = {1, 1, 2, 1, 9, 9, 1, 1, 7, 7, 1, 1, 1, 1};
   set.splits = {0, 7};
-  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned, KnnMethod::kTree}) {
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
     const KnnResult got = run_knn(queue, set, 6, method);
     const std::vector<int32_t> row3(got.indices.begin() + 18, got.indices.begin() + 24);
     EXPECT_EQ(row3, (std::vector<int32_t>{3, 0, 5, 6, 1, 4})) << method_name(method);
@@ -126,7 +125,7 @@ TEST_P(KnnTest, SmallEventsArePaddedWithMinusOneAndInfinity) {
   set.dims = 3;
   set.coords = {0, 0, 0, 1, 0, 0, 5, 5, 5};
   set.splits = {0, 0, 2, 2, 3};
-  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned, KnnMethod::kTree}) {
+  for (KnnMethod method : {KnnMethod::kBruteForce, KnnMethod::kBinned}) {
     const KnnResult got = run_knn(queue, set, 4, method);
     const float inf = std::numeric_limits<float>::infinity();
     EXPECT_EQ(got.indices, (std::vector<int32_t>{0, 1, -1, -1, 1, 0, -1, -1, 2, -1, -1, -1}));
@@ -153,7 +152,6 @@ TEST_P(KnnTest, FloatPointsMatchDoubleReference) {
         const KnnResult brute = run_knn(queue, set, k, KnnMethod::kBruteForce, config);
         const KnnResult binned = run_knn(queue, set, k, KnnMethod::kBinned, config);
         expect_same(binned, brute, "binned vs brute force");
-        expect_same(run_knn(queue, set, k, KnnMethod::kTree, config), brute, "tree vs brute force");
         cases::Checker checker;
         cases::check_knn_float(set, k, brute, checker);
         EXPECT_EQ(checker.result().wrong, 0) << checker.result().first_wrong;
@@ -166,9 +164,8 @@ TEST_P(KnnTest, LargeEventBinnedMatchesBruteForce) {
   Queue queue(*GetParam());
   for (int64_t dims : {2, 4}) {
     const PointSet set = make_points(Shape::kClustered, dims, {12000, 3000}, 5u);
-    const KnnResult brute = run_knn(queue, set, 32, KnnMethod::kBruteForce);
-    expect_same(run_knn(queue, set, 32, KnnMethod::kBinned), brute, "D=" + std::to_string(dims));
-    expect_same(run_knn(queue, set, 32, KnnMethod::kTree), brute, "tree D=" + std::to_string(dims));
+    expect_same(run_knn(queue, set, 32, KnnMethod::kBinned),
+                run_knn(queue, set, 32, KnnMethod::kBruteForce), "D=" + std::to_string(dims));
   }
 }
 
@@ -179,8 +176,7 @@ TEST_P(KnnTest, GroupSizesAndAutoGiveTheSameRows) {
   for (int group_size : {1, 7, 32, 256}) {
     if (!affordable(queue.backend(), knn_handoffs(set.size(), 16) * (group_size > 64 ? 4 : 1)))
       continue;
-    for (KnnMethod method :
-         {KnnMethod::kAuto, KnnMethod::kBruteForce, KnnMethod::kBinned, KnnMethod::kTree}) {
+    for (KnnMethod method : {KnnMethod::kAuto, KnnMethod::kBruteForce, KnnMethod::kBinned}) {
       expect_same(run_knn(queue, set, 16, method, {group_size, 0}), want,
                   std::string(method_name(method)) + " group_size " + std::to_string(group_size));
     }
@@ -204,11 +200,10 @@ TEST_P(KnnTest, BinnedMatchesBruteForceInEveryDimension) {
       }
       if (!affordable(queue.backend(), knn_handoffs(set.size(), 8) * 2)) continue;
       const LaunchConfig config{emu ? 32 : 0, 0};
-      const std::string what =
-          "D=" + std::to_string(dims) + (shape == Shape::kUniform ? " uniform" : " clustered");
-      const KnnResult brute = run_knn(queue, set, 8, KnnMethod::kBruteForce, config);
-      expect_same(run_knn(queue, set, 8, KnnMethod::kBinned, config), brute, what);
-      expect_same(run_knn(queue, set, 8, KnnMethod::kTree, config), brute, "tree " + what);
+      expect_same(
+          run_knn(queue, set, 8, KnnMethod::kBinned, config),
+          run_knn(queue, set, 8, KnnMethod::kBruteForce, config),
+          "D=" + std::to_string(dims) + (shape == Shape::kUniform ? " uniform" : " clustered"));
     }
   }
 }
@@ -232,7 +227,6 @@ TEST_P(KnnTest, LongThinEventWithAnOutlier) {
   const LaunchConfig config{emu ? 32 : 0, 0};
   const KnnResult binned = run_knn(queue, set, 8, KnnMethod::kBinned, config);
   expect_same(binned, run_knn(queue, set, 8, KnnMethod::kBruteForce, config), "track + outlier");
-  expect_same(run_knn(queue, set, 8, KnnMethod::kTree, config), binned, "tree: track + outlier");
   cases::Checker checker;
   cases::check_knn_float(set, 8, binned, checker);
   EXPECT_EQ(checker.result().wrong, 0) << checker.result().first_wrong;
@@ -245,7 +239,7 @@ TEST_P(KnnTest, StridedOutputRowsGiveTheContiguousRows) {
   const PointSet set = make_points(Shape::kClustered, 3, {400, 0, 30}, 21u);
   const int k = 12, pitch = k + 3;
   const int64_t n = set.size();
-  for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kTree, KnnMethod::kBruteForce}) {
+  for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kBruteForce}) {
     const KnnResult want = run_knn(queue, set, k, method);
     GuardedArray<float> points(queue, set.coords);
     GuardedArray<int64_t> splits(queue, set.splits);
@@ -275,7 +269,7 @@ TEST_P(KnnTest, StridedOutputRowsGiveTheContiguousRows) {
 
 // The emulated GPU runs the group-per-cell search with real barriers and shared memory: its
 // rows equal the serial backend's bit for bit.
-TEST(KnnGpuEmu, BinnedAndTreeRowsEqualSerialBitForBit) {
+TEST(KnnGpuEmu, BinnedRowsEqualSerialBitForBit) {
   const Backend *emu = nullptr, *serial = nullptr;
   for (const Backend* b : compiled_backends()) {
     if (b->name() == std::string_view("gpu_emu")) emu = b;
@@ -285,7 +279,7 @@ TEST(KnnGpuEmu, BinnedAndTreeRowsEqualSerialBitForBit) {
   Queue emu_queue(*emu), serial_queue(*serial);
   for (int64_t dims : {3, 6, 9}) {
     const PointSet set = make_points(Shape::kClustered, dims, {160, 3, 0, 120}, uint32_t(dims));
-    for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kTree, KnnMethod::kBruteForce}) {
+    for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kBruteForce}) {
       expect_same(run_knn(emu_queue, set, 16, method, {32, 0}),
                   run_knn(serial_queue, set, 16, method),
                   "D=" + std::to_string(dims) + " " + method_name(method));
@@ -300,7 +294,6 @@ TEST_P(KnnTest, EmptyInput) {
   for (const std::vector<int64_t>& splits : {std::vector<int64_t>{0}, {0, 0, 0}}) {
     set.splits = splits;
     EXPECT_TRUE(run_knn(queue, set, 8, KnnMethod::kBinned).indices.empty());
-    EXPECT_TRUE(run_knn(queue, set, 8, KnnMethod::kTree).indices.empty());
   }
 }
 
@@ -354,7 +347,7 @@ TEST_P(KnnTest, RejectsBadArguments) {
   EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2, KnnMethod::kAuto, 4, 3),
             "knn: indices extent[1] (k): expected 2, received 3");
   EXPECT_EQ(knn_error(queue, four, 3, {0, 4}, 2, static_cast<KnnMethod>(7)),
-            "knn: method: expected kAuto, kBruteForce, kBinned or kTree, received 7");
+            "knn: method: expected kAuto, kBruteForce or kBinned, received 7");
   EXPECT_EQ(knn_error(queue, four, 3, {}, 2),
             "knn: row_splits extent[0] (E + 1): expected >= 1, received 0");
   EXPECT_EQ(knn_error(queue, four, 3, {1, 4}, 2), "knn: row_splits[0]: expected 0, received 1");
