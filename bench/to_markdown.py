@@ -93,8 +93,9 @@ def emtrk_summary(rows) -> None:
 def knn_peers_summary(rows) -> None:
     """kNN beside its peers: one line per shape, the time of each implementation (build + query)
     and peer time / kaas time (> 1: kaas faster)."""
-    order = ["kaas_openmp_auto", "nanoflann_kdtree", "sklearn_kd_tree", "sklearn_ball_tree",
-             "faiss_flat"]
+    order = ["kaas_openmp_auto", "nanoflann_kdtree", "pykdtree", "scipy_ckdtree",
+             "sklearn_kd_tree", "sklearn_ball_tree", "faiss_flat"]
+    trees = ["nanoflann_kdtree", "pykdtree", "scipy_ckdtree"]  # the issue-31 goal's peers
     shapes = collections.OrderedDict()  # shape -> implementation -> benchmark
     for b in rows:
         m = re.match(r"knn_peers/([^/]+)/(points:[^/]+/.+?)(/iterations.*|/real_time.*|/manual_time.*)?$",
@@ -108,16 +109,18 @@ def knn_peers_summary(rows) -> None:
         return b["real_time"]  # time_unit is ms for every knn_peers row
 
     print("| shape | points | " + " | ".join(order) + " | " +
-          " | ".join(f"{p} / kaas" for p in order[1:]) + " |")
-    print("|---|---:|" + "---:|" * (2 * len(order) - 1))
+          " | ".join(f"{p} / kaas" for p in order[1:]) + " | fastest tree peer / kaas |")
+    print("|---|---:|" + "---:|" * (2 * len(order)))
     for shape, impls in shapes.items():
         kaas = ms(impls.get(order[0]))
         times = [ms(impls.get(i)) for i in order]
         any_row = next(b for b in impls.values() if not b.get("error_occurred"))
         cells = [f"{t:.3g} ms" if t is not None else "—" for t in times]
         ratios = [f"{t / kaas:.2f}×" if t is not None and kaas else "—" for t in times[1:]]
+        tree_times = [t for i, t in zip(order, times) if i in trees and t is not None]
+        best = f"**{min(tree_times) / kaas:.2f}×**" if tree_times and kaas else "—"
         print(f"| {shape} | {any_row.get('points', 0):.0f} | " + " | ".join(cells) + " | " +
-              " | ".join(ratios) + " |")
+              " | ".join(ratios) + f" | {best} |")
     print()
     print("Build / query split (ms; kaas: build = the same call with K = 1):\n")
     print("| shape | " + " | ".join(order) + " |")

@@ -317,6 +317,8 @@ bool runs(const std::string& impl, const Shape& s) {
   // scikit-learn's trees take minutes at D = 16 (KD-tree 7.5 s, ball tree 23 s at D = 8).
   if (impl.rfind("sklearn", 0) == 0 && s.dims > 8) return false;
   if (impl == "sklearn_ball_tree") return n <= 100'000;
+  // pykdtree and cKDTree take minutes at D = 16 (cKDTree over 10 minutes for 3 repeats).
+  if (impl == "pykdtree" || impl == "scipy_ckdtree") return s.dims <= 8;
   return true;
 }
 
