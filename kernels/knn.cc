@@ -19,13 +19,15 @@ constexpr const char* kKernel = "knn";
 
 // Target points per cell of the binned grid: small cells keep the searched box tight, large
 // ones cut the per-cell overhead, which grows with the binned dimensions. 2K, kept within
-// 16..64, measured (bench knn_peers, N = 100k, openmp 2 threads, cells of 8..128 points): K = 4
-// best at 16 (D = 3: 31.8 ms at 16, 33.1 at 32, 48.9 at 128); K = 16 best at 2K (D = 6: 424 ms at
-// 2K, 567 at K, 512 at 4K); K = 64 best at 64 (D = 4: 722 ms at 64, 803 at 128). Above D = 8
-// (6 of D coordinates binned) 64 for every K: D = 16, K = 4: 8.1 s at 64, 19.2 s at 16.
+// 16..32. Measured with the sorted candidate rows (bench knn_peers, openmp 2 threads, two runs
+// each): K = 64 at 32 vs 64 points per cell: one toy event D=2 81.7/78.9 vs 94.0/86.2 ms, tracks
+// 100k D=2 170/168 vs 192/183 ms, uniform 100k D=4 443/446 vs 430/458 ms; K = 16 (32) beside 16
+// and 24: within the runs' spread. Earlier, with a heap: K = 4 best at 16 (D = 3: 31.8 ms at 16,
+// 33.1 at 32). Above D = 8 (6 of D coordinates binned) 64 for every K: D = 16, K = 4: 8.1 s at
+// 64, 19.2 s at 16.
 double points_per_cell(int k, int64_t dims) {
   if (dims > 8) return 64.0;
-  return std::clamp(2.0 * k, 16.0, 64.0);
+  return std::clamp(2.0 * k, 16.0, 32.0);
 }
 
 void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,

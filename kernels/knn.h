@@ -17,7 +17,7 @@
 //   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
 //                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
 //                with the event as the outer cell coordinate and about 2K points per cell
-//                (16..64). The cell lists (CSR) are built on the device by counting,
+//                (16..32; 64 above D = 8). The cell lists (CSR) are built on the device by counting,
 //                exclusive_scan and a scatter into dimension-major coordinates. One group per
 //                cell takes the cell's points as its queries and walks the shells of cells around
 //                it together: the own cell fills each query's heap, then rows of cells are
