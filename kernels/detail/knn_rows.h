@@ -70,6 +70,11 @@ KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
 // sift for short rows; measured with K = 16 and 64, 1.2x-2x on uniform and clustered points),
 // else a bounded max-heap. worst_d() / worst_i(): the candidate a new one must beat.
 inline constexpr int kSortedRowMax = 63;
+// Rows of at least kMergeRowMin slots take a block's kMergeFrom or more passing candidates in one
+// merge (measured at K = 64: clustered points 15-20 % faster; at K = 16 the per-candidate
+// insertions are faster, 10-20 %).
+inline constexpr int kMergeRowMin = 32;
+inline constexpr int kMergeFrom = 3;
 
 struct HeapRow {
   float* dist;
@@ -145,6 +150,29 @@ struct HeapRow {
       sift_down(0, size);
     }
   }
+  // Sorted rows: takes the m candidates (nd, nj), sorted by key nk and each before the worst,
+  // in one forward merge (the row keeps its `size` best of both).
+  KAAS_DEVICE void merge_sorted(const float* nd, const int32_t* nj, const uint64_t* nk,
+                                int m) const {
+    float td[kSortedRowMax];
+    int32_t ti[kSortedRowMax];
+    int a = 0, b = 0;
+    for (int out = 0; out < size; ++out) {
+      if (b < m && (a >= size || nk[b] < key(a))) {
+        td[out] = nd[b];
+        ti[out] = nj[b];
+        ++b;
+      } else {
+        td[out] = d(a);
+        ti[out] = i(a);
+        ++a;
+      }
+    }
+    for (int s = 0; s < size; ++s) {
+      d(s) = td[s];
+      i(s) = ti[s];
+    }
+  }
   // Increasing (distance, index); unfilled slots become -1 / +inf.
   KAAS_DEVICE void finish() const {
     if (!sorted()) {
@@ -213,6 +241,42 @@ struct SortedQuery {
       block_distances<kDims>(q.coords, q.points + c, q.stride, q.dims, block);
       if (!any_within(block, worst)) continue;  // the common case once the heap is full
       const int m = math::min<int32_t>(kKnnBlock, last - c);
+      if (heap.sorted() && heap.size >= kMergeRowMin) {
+        // Long sorted rows: the block's candidates that beat the worst, sorted, then one merge
+        // (several at once) or insertions (one or two).
+        float nd[kKnnBlock];
+        int32_t nj[kKnnBlock];
+        uint64_t nk[kKnnBlock];
+        const uint64_t worst_key = order_key(worst, worst_index);
+        int n = 0;
+        for (int t = 0; t < m; ++t) {
+          const float dd = block[t];
+          if (dd > worst || c + t == q.position) continue;
+          const int32_t j = q.index[c + t];
+          const uint64_t key = order_key(dd, j);
+          if (key > worst_key) continue;
+          int pos = n++;
+          for (; pos > 0 && nk[pos - 1] > key; --pos) {
+            nd[pos] = nd[pos - 1];
+            nj[pos] = nj[pos - 1];
+            nk[pos] = nk[pos - 1];
+          }
+          nd[pos] = dd;
+          nj[pos] = j;
+          nk[pos] = key;
+        }
+        if (n >= kMergeFrom) {
+          heap.merge_sorted(nd, nj, nk, n);
+        } else {
+          for (int t = 0; t < n; ++t) {
+            if (nk[t] > order_key(heap.worst_d(), heap.worst_i())) break;
+            heap.replace_worst(nd[t], nj[t]);
+          }
+        }
+        worst = heap.worst_d();
+        worst_index = heap.worst_i();
+        continue;
+      }
       for (int t = 0; t < m; ++t) {
         const float dd = block[t];
         if (dd > worst || c + t == q.position) continue;
