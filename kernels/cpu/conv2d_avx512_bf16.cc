@@ -124,6 +124,16 @@ struct Block {
       a60, a61, a62, a70, a71, a72;
 };
 
+// Every accumulator of a block starting from the bias of its channel vectors.
+template <int V>
+[[gnu::always_inline]] inline Block biased_block(const Plan& plan, int64_t c0) {
+  __m512 b0 = _mm512_loadu_ps(plan.bias + c0), b1 = _mm512_setzero_ps(), b2 = b1;
+  if constexpr (V > 1) b1 = _mm512_loadu_ps(plan.bias + c0 + kLanes);
+  if constexpr (V > 2) b2 = _mm512_loadu_ps(plan.bias + c0 + 2 * kLanes);
+  return Block{b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2,
+               b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2};
+}
+
 // One pair step of P pixels whose taps start `step` elements apart at x.
 template <int V, int P, bool kLastOdd>
 [[gnu::always_inline]] inline void pair_step(const uint32_t* wk, const uint16_t* x, int64_t step,
@@ -153,12 +163,7 @@ template <int V, int P>
                                 int64_t kh1, int64_t ow, int64_t c0, uint16_t* out_row) {
   static_assert(V >= 1 && V <= kMaxVectors && P >= 1 && P <= kPixels);
   const Conv2dNhwcArgs& a = *plan.a;
-  __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
-  b0 = _mm512_loadu_ps(plan.bias + c0);
-  if constexpr (V > 1) b1 = _mm512_loadu_ps(plan.bias + c0 + kLanes);
-  if constexpr (V > 2) b2 = _mm512_loadu_ps(plan.bias + c0 + 2 * kLanes);
-  Block b{b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2,
-          b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2};
+  Block b = biased_block<V>(plan, c0);
   const int64_t cin = a.in_channels, step = a.stride_w * cin;
   const int64_t full_pairs = plan.row_taps / 2;
   const bool odd = plan.row_taps % 2 != 0;
@@ -188,12 +193,7 @@ template <int V>
 [[gnu::noinline]] void border(const Plan& plan, const uint16_t* const* rows, int64_t kh0,
                               int64_t kh1, int64_t ow, int64_t c0, uint16_t* out_row) {
   const Conv2dNhwcArgs& a = *plan.a;
-  __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0;
-  b0 = _mm512_loadu_ps(plan.bias + c0);
-  if constexpr (V > 1) b1 = _mm512_loadu_ps(plan.bias + c0 + kLanes);
-  if constexpr (V > 2) b2 = _mm512_loadu_ps(plan.bias + c0 + 2 * kLanes);
-  Block b{b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2,
-          b0, b1, b2, b0, b1, b2, b0, b1, b2, b0, b1, b2};
+  Block b = biased_block<V>(plan, c0);
   const int64_t cin = a.in_channels;
   const int64_t iw0 = ow * a.stride_w - a.pad_left;
   alignas(64) uint16_t taps[kMaxRowTaps + 2];
