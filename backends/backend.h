@@ -69,6 +69,12 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind,
                     void* stream) const = 0;
 
+  // Device memory another process exported (cudaIpcGetMemHandle / hipIpcGetMemHandle: the
+  // handle's bytes as the exporter wrote them), mapped on `device` until close_ipc_memory. GPU
+  // backends only: the others throw kUnimplemented.
+  virtual void* open_ipc_memory(std::span<const std::byte> handle, int device) const;
+  virtual void close_ipc_memory(void* ptr) const;
+
   virtual void* create_event() const = 0;
   virtual void destroy_event(void* event) const = 0;
   virtual void record_event(void* event, void* stream) const = 0;

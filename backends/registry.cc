@@ -8,6 +8,13 @@
 
 namespace kaas {
 
+void* Backend::open_ipc_memory(std::span<const std::byte>, int) const {
+  throw Error(ErrorCode::kUnimplemented,
+              "backend '" + std::string(name()) + "' has no inter-process device memory");
+}
+
+void Backend::close_ipc_memory(void*) const {}
+
 // Each compiled backend's runtime side, defined in its folder.
 #define KAAS_DECLARE_BACKEND_INSTANCE(ns, id, macro, ...) \
   KAAS_IF_COMPILED(                                       \

@@ -20,6 +20,8 @@ std::string_view to_string(ErrorCode code) {
       return "INTERNAL";
     case ErrorCode::kDeadlineExceeded:
       return "DEADLINE_EXCEEDED";
+    case ErrorCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
   }
   return "INTERNAL";
 }
@@ -40,6 +42,8 @@ int grpc_status_code(ErrorCode code) {
       return 13;
     case ErrorCode::kDeadlineExceeded:
       return 4;
+    case ErrorCode::kAlreadyExists:
+      return 6;
   }
   return 13;
 }
@@ -60,6 +64,8 @@ int http_status_code(ErrorCode code) {
       return 500;
     case ErrorCode::kDeadlineExceeded:
       return 504;
+    case ErrorCode::kAlreadyExists:
+      return 400;  // as Triton
   }
   return 500;
 }

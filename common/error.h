@@ -18,6 +18,7 @@ enum class ErrorCode {
   kUnimplemented,      // valid request that kaas does not support (yet)
   kInternal,           // a bug or a runtime failure (GPU launch error, barrier divergence)
   kDeadlineExceeded,   // the caller's deadline passed before the answer came
+  kAlreadyExists,      // a name registered twice (shared-memory regions)
 };
 
 std::string_view to_string(ErrorCode code);

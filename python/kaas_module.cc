@@ -427,6 +427,7 @@ PyObject* new_error_type(nb::module_& m, const char* name, PyObject* base, PyObj
 PyObject* error_type_for(kaas::ErrorCode code) {
   switch (code) {
     case kaas::ErrorCode::kInvalidArgument:
+    case kaas::ErrorCode::kAlreadyExists:
       return error_types.invalid_argument;
     case kaas::ErrorCode::kNotFound:
       return error_types.not_found;

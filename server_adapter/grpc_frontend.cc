@@ -130,28 +130,67 @@ class Service final : public inference::GRPCInferenceService::Service {
       if (!state_.ready.load())
         throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
       const auto model = state_.repository->get(q->model_name(), q->model_version());
-      DecodedInfer decoded = decode_grpc_infer(*q);
-      const std::vector<std::string>& requested = decoded.requested;
+      DecodedInfer decoded = decode_grpc_infer(*q, state_.shared_memory);
       // Unknown requested outputs fail before the request is queued.
-      check_requested_outputs(model->scheduler->signature(), requested, model->name);
+      check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
       auto future = model->scheduler->submit(std::move(decoded.request));
       const auto deadline = context->deadline();
       if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
         if (future.wait_until(deadline) != std::future_status::ready) throw DeadlineExceeded{};
       }
-      const auto outputs = future.get();
-      r->set_model_name(model->name);
-      r->set_model_version(std::to_string(model->version));
-      r->set_id(q->id());
-      for (const HostTensor* out : select_outputs(outputs, requested, model->name)) {
-        auto* o = r->add_outputs();
-        o->set_name(out->name);
-        o->set_datatype(std::string(models::triton_name(out->dtype)));
-        for (int64_t d : out->shape) o->add_shape(d);
-        r->add_raw_output_contents(reinterpret_cast<const char*>(out->bytes.data()),
-                                   out->bytes.size());
+      encode_grpc_infer(decoded, future.get(), model->name, model->version, q->id(), *r);
+    });
+  }
+
+  Status SystemSharedMemoryStatus(ServerContext*,
+                                  const inference::SystemSharedMemoryStatusRequest* q,
+                                  inference::SystemSharedMemoryStatusResponse* r) override {
+    return guarded([&] {
+      for (const auto& s : state_.shared_memory->status(RegionKind::kSystem, q->name())) {
+        auto& region = (*r->mutable_regions())[s.name];
+        region.set_name(s.name);
+        region.set_key(s.key);
+        region.set_offset(s.offset);
+        region.set_byte_size(s.byte_size);
       }
     });
+  }
+  Status SystemSharedMemoryRegister(ServerContext*,
+                                    const inference::SystemSharedMemoryRegisterRequest* q,
+                                    inference::SystemSharedMemoryRegisterResponse*) override {
+    return guarded([&] {
+      state_.shared_memory->register_system(q->name(), q->key(), q->offset(), q->byte_size());
+    });
+  }
+  Status SystemSharedMemoryUnregister(ServerContext*,
+                                      const inference::SystemSharedMemoryUnregisterRequest* q,
+                                      inference::SystemSharedMemoryUnregisterResponse*) override {
+    return guarded([&] { state_.shared_memory->unregister(RegionKind::kSystem, q->name()); });
+  }
+  Status CudaSharedMemoryStatus(ServerContext*, const inference::CudaSharedMemoryStatusRequest* q,
+                                inference::CudaSharedMemoryStatusResponse* r) override {
+    return guarded([&] {
+      for (const auto& s : state_.shared_memory->status(RegionKind::kCuda, q->name())) {
+        auto& region = (*r->mutable_regions())[s.name];
+        region.set_name(s.name);
+        region.set_device_id(uint64_t(s.device_id));
+        region.set_byte_size(s.byte_size);
+      }
+    });
+  }
+  Status CudaSharedMemoryRegister(ServerContext*,
+                                  const inference::CudaSharedMemoryRegisterRequest* q,
+                                  inference::CudaSharedMemoryRegisterResponse*) override {
+    return guarded([&] {
+      const auto* handle = reinterpret_cast<const std::byte*>(q->raw_handle().data());
+      state_.shared_memory->register_cuda(q->name(), {handle, q->raw_handle().size()},
+                                          q->device_id(), q->byte_size());
+    });
+  }
+  Status CudaSharedMemoryUnregister(ServerContext*,
+                                    const inference::CudaSharedMemoryUnregisterRequest* q,
+                                    inference::CudaSharedMemoryUnregisterResponse*) override {
+    return guarded([&] { state_.shared_memory->unregister(RegionKind::kCuda, q->name()); });
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "kaas/server_adapter/http_frontend.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,21 @@ std::string inflate_body(const std::string& body, const std::string& encoding, s
                 (status == Z_STREAM_END   ? std::string("bytes after the end of the stream")
                  : status == Z_DATA_ERROR ? "corrupt data (" + reason + ")"
                                           : std::string("truncated stream (no end / checksum)")));
+  return out;
+}
+
+// Standard base64 (with padding), as the CUDA register request carries its IPC handle.
+std::string base64_decode(const std::string& text) {
+  if (text.size() % 4 != 0)
+    bad_request("raw_handle.b64 is not base64 (length not a multiple of 4)");
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(text.data()), int(text.size()));
+  if (n < 0) bad_request("raw_handle.b64 is not base64");
+  size_t padding = 0;
+  for (size_t i = text.size(); i > 0 && text[i - 1] == '=' && padding < 2; --i) ++padding;
+  out.resize(size_t(n) - padding);
   return out;
 }
 
@@ -133,6 +149,18 @@ std::optional<Target> find_target(std::string_view path) {
   if (p.size() == 5 && p[1] == "repository" && p[2] == "models" && !p[3].empty() &&
       (p[4] == "load" || p[4] == "unload"))
     return Target{std::string(p[4]), "POST", {whole, std::string(p[3]), "", std::string(p[4])}};
+  if (p[1] == "systemsharedmemory" || p[1] == "cudasharedmemory") {
+    // [/region/{name}]/status, /region/{name}/register, [/region/{name}]/unregister
+    const std::string kind = p[1] == "systemsharedmemory" ? "system" : "cuda";
+    const bool named = p.size() == 5 && p[2] == "region" && !p[3].empty();
+    if (!named && p.size() != 3) return std::nullopt;
+    const std::string action(p.back());
+    const Groups groups{whole, kind, named ? std::string(p[3]) : ""};
+    if (action == "status") return Target{"shm/status", "GET", groups};
+    if (action == "unregister") return Target{"shm/unregister", "POST", groups};
+    if (action == "register" && named) return Target{"shm/register", "POST", groups};
+    return std::nullopt;
+  }
   if (p.size() < 3 || p[1] != "models" || p[2].empty()) return std::nullopt;
   if (p.size() == 3 && p[2] == "stats") return Target{"stats", "GET", {whole}};
   Groups groups{whole, std::string(p[2]), ""};
@@ -198,7 +226,8 @@ struct HttpFrontend::Impl {
     const auto model = model_of(g);
     const std::string body = decoded_body(req);
     trim_after.at_least(int64_t(body.size()));
-    DecodedInfer decoded = decode_rest_infer(body, req.header("Inference-Header-Content-Length"));
+    DecodedInfer decoded =
+        decode_rest_infer(body, req.header("Inference-Header-Content-Length"), state.shared_memory);
     check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
     check_json_outputs(decoded, model->scheduler->signature());
     const auto outputs = model->scheduler->submit(std::move(decoded.request)).get();
@@ -274,6 +303,56 @@ struct HttpFrontend::Impl {
     return reply_json(200, list);
   }
 
+  HttpResponse shared_memory_status(const Groups& g) {
+    const RegionKind kind = g[1] == "system" ? RegionKind::kSystem : RegionKind::kCuda;
+    json regions = json::array();
+    for (const auto& s : state.shared_memory->status(kind, g[2])) {
+      if (kind == RegionKind::kSystem) {
+        regions.push_back(
+            {{"name", s.name}, {"key", s.key}, {"offset", s.offset}, {"byte_size", s.byte_size}});
+      } else {
+        regions.push_back(
+            {{"name", s.name}, {"device_id", s.device_id}, {"byte_size", s.byte_size}});
+      }
+    }
+    return reply_json(200, regions);
+  }
+
+  HttpResponse shared_memory_register(const HttpRequest& req, const Groups& g) {
+    const json body = parse_request_json(decoded_body(req));
+    if (!body.is_object()) bad_request("the register request must be a JSON object");
+    auto number = [&](const char* key) -> json {
+      const auto it = body.find(key);
+      if (it == body.end() || !it->is_number_integer())
+        bad_request(std::string("the register request needs an integer '") + key + "'");
+      return *it;
+    };
+    auto unsigned_number = [&](const char* key) {
+      const json v = number(key);
+      if (!v.is_number_unsigned() && v.get<int64_t>() < 0)
+        bad_request(std::string("'") + key + "' must not be negative");
+      return v.get<uint64_t>();
+    };
+    if (g[1] == "system") {
+      const auto key = body.find("key");
+      if (key == body.end() || !key->is_string())
+        bad_request("the register request needs a string 'key'");
+      const uint64_t offset = body.contains("offset") ? unsigned_number("offset") : 0;
+      state.shared_memory->register_system(g[2], key->get<std::string>(), offset,
+                                           unsigned_number("byte_size"));
+    } else {
+      const auto handle = body.find("raw_handle");
+      if (handle == body.end() || !handle->is_object() || !handle->contains("b64") ||
+          !(*handle)["b64"].is_string())
+        bad_request("the register request needs 'raw_handle': {\"b64\": <base64 string>}");
+      const std::string raw = base64_decode((*handle)["b64"].get<std::string>());
+      state.shared_memory->register_cuda(
+          g[2], {reinterpret_cast<const std::byte*>(raw.data()), raw.size()},
+          number("device_id").get<int64_t>(), unsigned_number("byte_size"));
+    }
+    return reply_json(200, json::object());
+  }
+
   HttpResponse dispatch(const Target& target, const HttpRequest& req) {
     const std::string& e = target.endpoint;
     const Groups& g = target.groups;
@@ -292,6 +371,13 @@ struct HttpFrontend::Impl {
     if (e == "model/config") return config(g);
     if (e == "model/infer") return infer(req, g);
     if (e == "index") return repository_index(req);
+    if (e == "shm/status") return shared_memory_status(g);
+    if (e == "shm/register") return shared_memory_register(req, g);
+    if (e == "shm/unregister") {
+      state.shared_memory->unregister(g[1] == "system" ? RegionKind::kSystem : RegionKind::kCuda,
+                                      g[2]);
+      return reply_json(200, json::object());
+    }
     if (e == "load") {
       state.repository->load(g[1]);
     } else {

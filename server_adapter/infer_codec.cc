@@ -1,5 +1,6 @@
 #include "kaas/server_adapter/infer_codec.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -80,7 +81,108 @@ bool is_half(DataType dtype) {
   return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
 }
 
-HostTensor tensor_from_json(const json& in, std::string_view binary, size_t* binary_used) {
+// The shared-memory parameters of one tensor (REST JSON or gRPC parameters).
+struct SharedMemoryParameters {
+  std::optional<std::string> region;
+  std::optional<uint64_t> offset, byte_size;
+};
+
+std::optional<SharedMemoryRef> shared_memory_ref(const SharedMemoryParameters& p,
+                                                 const std::string& where) {
+  if (!p.region && !p.offset && !p.byte_size) return std::nullopt;
+  if (!p.region || !p.byte_size)
+    bad_request(where +
+                ": shared_memory_region and shared_memory_byte_size must be given together "
+                "(shared_memory_offset is optional)");
+  return SharedMemoryRef{*p.region, p.offset.value_or(0), *p.byte_size};
+}
+
+SharedMemoryParameters json_shared_memory(const json& params, const std::string& where) {
+  SharedMemoryParameters p;
+  if (!params.is_object()) return p;
+  if (const auto it = params.find("shared_memory_region"); it != params.end()) {
+    if (!it->is_string()) bad_request(where + ": shared_memory_region must be a string");
+    p.region = it->get<std::string>();
+  }
+  auto size = [&](const char* key, std::optional<uint64_t>& out) {
+    const auto it = params.find(key);
+    if (it == params.end()) return;
+    if (!it->is_number_integer() || (!it->is_number_unsigned() && it->get<int64_t>() < 0))
+      bad_request(where + ": " + key + " must be a non-negative integer");
+    out = it->get<uint64_t>();
+  };
+  size("shared_memory_offset", p.offset);
+  size("shared_memory_byte_size", p.byte_size);
+  return p;
+}
+
+template <class ParameterMap>
+SharedMemoryParameters grpc_shared_memory(const ParameterMap& params, const std::string& where) {
+  SharedMemoryParameters p;
+  if (const auto it = params.find("shared_memory_region"); it != params.end()) {
+    if (it->second.parameter_choice_case() != inference::InferParameter::kStringParam)
+      bad_request(where + ": shared_memory_region must be a string_param");
+    p.region = it->second.string_param();
+  }
+  auto size = [&](const char* key, std::optional<uint64_t>& out) {
+    const auto it = params.find(key);
+    if (it == params.end()) return;
+    const auto& v = it->second;
+    if (v.parameter_choice_case() == inference::InferParameter::kUint64Param) {
+      out = v.uint64_param();
+    } else if (v.parameter_choice_case() == inference::InferParameter::kInt64Param &&
+               v.int64_param() >= 0) {
+      out = uint64_t(v.int64_param());
+    } else {
+      bad_request(where + ": " + key + " must be a non-negative int64_param or uint64_param");
+    }
+  };
+  size("shared_memory_offset", p.offset);
+  size("shared_memory_byte_size", p.byte_size);
+  return p;
+}
+
+RegionSlice find_slice(const SharedMemoryRegistry* registry, const SharedMemoryRef& ref,
+                       const std::string& tensor) {
+  if (registry == nullptr)
+    throw Error(ErrorCode::kUnimplemented, "tensor '" + escape_for_message(tensor) +
+                                               "' names a shared memory region, which is not "
+                                               "served here");
+  return registry->slice(ref, tensor);
+}
+
+// An input read from a shared memory slice, whose size must be the tensor's exactly.
+HostTensor tensor_from_slice(const std::string& name, std::string_view datatype,
+                             std::vector<int64_t> shape, const RegionSlice& slice) {
+  const DataType dtype = parse_datatype(datatype, name);
+  const int64_t elements = checked_elements(shape, name);
+  const size_t expected = size_t(elements) * models::element_size(dtype);
+  if (slice.byte_size() != expected)
+    bad_request("input '" + escape_for_message(name) + "': shared_memory_byte_size " +
+                std::to_string(slice.byte_size()) + " disagrees with shape " +
+                models::shape_string(shape) + " " + std::string(datatype) + ", which needs " +
+                std::to_string(expected) + " bytes");
+  HostTensor t{name, dtype, std::move(shape), {}};
+  t.bytes.resize(expected);
+  if (expected > 0) slice.read(t.bytes.data());
+  return t;
+}
+
+// Writes an output into the slice its request named; false when it goes in the reply.
+bool place_in_shared_memory(const std::optional<RegionSlice>& slice, const HostTensor& t) {
+  if (!slice) return false;
+  if (t.bytes.size() > slice->byte_size())
+    bad_request("output '" + escape_for_message(t.name) + "': " + std::to_string(t.bytes.size()) +
+                " bytes (shape " + models::shape_string(t.shape) +
+                ") do not fit the shared_memory_byte_size " + std::to_string(slice->byte_size()) +
+                " given for region '" + escape_for_message(slice->region_name()) + "'");
+  slice->write(t.bytes);
+  return true;
+}
+
+HostTensor tensor_from_json(const json& in, std::string_view binary, size_t* binary_used,
+                            const SharedMemoryRegistry* shared_memory,
+                            std::vector<RegionSlice>& slices) {
   if (!in.is_object()) bad_request("each input must be a JSON object");
   const std::string name = string_member(in, "name", "an input");
   const std::string where = "input '" + name + "'";
@@ -98,6 +200,14 @@ HostTensor tensor_from_json(const json& in, std::string_view binary, size_t* bin
   const auto params = in.find("parameters");
   if (params != in.end() && !params->is_object())
     bad_request(where + ": parameters must be an object");
+  if (params != in.end()) {
+    if (const auto ref = shared_memory_ref(json_shared_memory(*params, where), where)) {
+      if (in.contains("data") || params->contains("binary_data_size"))
+        bad_request(where + ": names a shared memory region and also carries data");
+      slices.push_back(find_slice(shared_memory, *ref, name));
+      return tensor_from_slice(name, datatype, shape, slices.back());
+    }
+  }
   if (params != in.end() && params->contains("binary_data_size")) {
     const json& size_value = (*params)["binary_data_size"];
     if (!size_value.is_number_integer())
@@ -229,8 +339,8 @@ std::string dump_json(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-DecodedInfer decode_rest_infer(std::string_view body,
-                               std::optional<std::string_view> header_length) {
+DecodedInfer decode_rest_infer(std::string_view body, std::optional<std::string_view> header_length,
+                               const SharedMemoryRegistry* shared_memory) {
   size_t header_len = body.size();
   if (header_length) {
     const std::string value(*header_length);
@@ -253,7 +363,8 @@ DecodedInfer decode_rest_infer(std::string_view body,
   if (inputs == request.end() || !inputs->is_array())
     bad_request("the request has no inputs array");
   for (const auto& in : *inputs)
-    decoded.request.inputs.push_back(tensor_from_json(in, binary, &used));
+    decoded.request.inputs.push_back(
+        tensor_from_json(in, binary, &used, shared_memory, decoded.input_slices));
   if (used != binary.size())
     bad_request(std::to_string(binary.size() - used) +
                 " bytes of binary data are not claimed by any input");
@@ -272,30 +383,54 @@ DecodedInfer decode_rest_infer(std::string_view body,
     if (!outputs->is_array()) bad_request("outputs must be an array");
     for (const auto& o : *outputs) {
       if (!o.is_object()) bad_request("each requested output must be a JSON object");
-      decoded.requested.push_back(string_member(o, "name", "a requested output"));
+      const std::string name = string_member(o, "name", "a requested output");
+      decoded.requested.push_back(name);
       const auto op = o.find("parameters");
       const bool has_flag = op != o.end() && op->is_object() && op->contains("binary_data");
       decoded.binary_output.push_back(has_flag ? flag(*op, "binary_data") : decoded.all_binary);
+      const std::string where = "output '" + escape_for_message(name) + "'";
+      const auto ref =
+          op == o.end() ? std::nullopt : shared_memory_ref(json_shared_memory(*op, where), where);
+      decoded.output_slices.push_back(ref ? std::optional(find_slice(shared_memory, *ref, name))
+                                          : std::nullopt);
     }
   }
   if (const auto id = request.find("id"); id != request.end()) decoded.id = *id;
   return decoded;
 }
 
-DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q) {
+DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q,
+                               const SharedMemoryRegistry* shared_memory) {
   DecodedInfer decoded;
+  std::vector<std::optional<SharedMemoryRef>> refs;
+  for (const auto& in : q.inputs()) {
+    const std::string where = "tensor '" + escape_for_message(in.name()) + "'";
+    refs.push_back(shared_memory_ref(grpc_shared_memory(in.parameters(), where), where));
+  }
+  // As tritonclient sends them: one raw_input_contents entry per input not in shared memory.
+  const auto in_message = std::count(refs.begin(), refs.end(), std::nullopt);
   const bool raw = q.raw_input_contents_size() > 0;
-  if (raw && q.raw_input_contents_size() != q.inputs_size())
+  if (raw && q.raw_input_contents_size() != in_message)
     bad_request("raw_input_contents has " + std::to_string(q.raw_input_contents_size()) +
-                " entries for " + std::to_string(q.inputs_size()) + " inputs");
+                " entries for " + std::to_string(in_message) + " inputs not in shared memory");
+  int raw_index = 0;
   for (int i = 0; i < q.inputs_size(); ++i) {
     const auto& in = q.inputs(i);
+    std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+    if (refs[size_t(i)]) {
+      if (in.has_contents())
+        bad_request("tensor '" + escape_for_message(in.name()) +
+                    "': contents set although it names a shared memory region");
+      decoded.input_slices.push_back(find_slice(shared_memory, *refs[size_t(i)], in.name()));
+      decoded.request.inputs.push_back(
+          tensor_from_slice(in.name(), in.datatype(), shape, decoded.input_slices.back()));
+      continue;
+    }
     if (raw && in.has_contents())
       bad_request("tensor '" + escape_for_message(in.name()) +
                   "': contents set although raw_input_contents is used");
-    std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
     decoded.request.inputs.push_back(
-        raw ? tensor_from_raw(in.name(), in.datatype(), shape, q.raw_input_contents(i))
+        raw ? tensor_from_raw(in.name(), in.datatype(), shape, q.raw_input_contents(raw_index++))
             : tensor_from_contents(in));
   }
   if (const auto it = q.parameters().find("timeout"); it != q.parameters().end()) {
@@ -303,7 +438,13 @@ DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q) {
       bad_request("parameter timeout must be an int64_param (microseconds)");
     decoded.request.timeout = std::chrono::microseconds(it->second.int64_param());
   }
-  for (const auto& o : q.outputs()) decoded.requested.push_back(o.name());
+  for (const auto& o : q.outputs()) {
+    decoded.requested.push_back(o.name());
+    const std::string where = "output '" + escape_for_message(o.name()) + "'";
+    const auto ref = shared_memory_ref(grpc_shared_memory(o.parameters(), where), where);
+    decoded.output_slices.push_back(ref ? std::optional(find_slice(shared_memory, *ref, o.name()))
+                                        : std::nullopt);
+  }
   return decoded;
 }
 
@@ -315,7 +456,8 @@ void check_json_outputs(const DecodedInfer& decoded, const models::ModelSignatur
       as_json = !decoded.all_binary;
     } else {
       for (size_t i = 0; i < decoded.requested.size(); ++i)
-        as_json = as_json || (decoded.requested[i] == spec.name && !decoded.binary_output[i]);
+        as_json = as_json || (decoded.requested[i] == spec.name && !decoded.binary_output[i] &&
+                              !decoded.output_slices[i]);
     }
     if (as_json) bad_request(json_output_refusal(spec.dtype, spec.name));
   }
@@ -335,7 +477,10 @@ RestReply encode_rest_infer(const DecodedInfer& decoded, const std::vector<HostT
            {"shape", t.shape}};
     const bool as_binary =
         decoded.requested.empty() ? decoded.all_binary : decoded.binary_output[i];
-    if (as_binary) {
+    if (!decoded.requested.empty() && place_in_shared_memory(decoded.output_slices[i], t)) {
+      o["parameters"] = json{{"shared_memory_region", decoded.output_slices[i]->region_name()},
+                             {"shared_memory_byte_size", t.bytes.size()}};
+    } else if (as_binary) {
       o["parameters"] = json{{"binary_data_size", t.bytes.size()}};
       blobs.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
     } else {
@@ -348,6 +493,30 @@ RestReply encode_rest_infer(const DecodedInfer& decoded, const std::vector<HostT
   reply.header_length = reply.body.size();
   reply.body += blobs;
   return reply;
+}
+
+void encode_grpc_infer(const DecodedInfer& decoded, const std::vector<HostTensor>& outputs,
+                       const std::string& model, int64_t version, const std::string& id,
+                       inference::ModelInferResponse& r) {
+  const auto selected = select_outputs(outputs, decoded.requested, model);
+  r.set_model_name(model);
+  r.set_model_version(std::to_string(version));
+  r.set_id(id);
+  for (size_t i = 0; i < selected.size(); ++i) {
+    const HostTensor& t = *selected[i];
+    auto* o = r.add_outputs();
+    o->set_name(t.name);
+    o->set_datatype(std::string(models::triton_name(t.dtype)));
+    for (int64_t d : t.shape) o->add_shape(d);
+    if (!decoded.requested.empty() && place_in_shared_memory(decoded.output_slices[i], t)) {
+      auto& params = *o->mutable_parameters();
+      params["shared_memory_region"].set_string_param(decoded.output_slices[i]->region_name());
+      params["shared_memory_byte_size"].set_int64_param(int64_t(t.bytes.size()));
+      r.add_raw_output_contents();  // keeps raw_output_contents indexed like outputs
+      continue;
+    }
+    r.add_raw_output_contents(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  }
 }
 
 }  // namespace kaas::server

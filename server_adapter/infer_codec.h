@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "kaas/server_adapter/scheduler.h"
+#include "kaas/server_adapter/shared_memory.h"
 #include "kaas/server_adapter/tensor_codec.h"
 
 namespace inference {
 class ModelInferRequest;
-}
+class ModelInferResponse;
+}  // namespace inference
 
 namespace kaas::server {
 
@@ -35,15 +37,27 @@ struct DecodedInfer {
   std::vector<bool> binary_output;     // REST: per requested output
   bool all_binary = false;             // REST: binary_data_output
   nlohmann::json id;                   // REST: the request's id, echoed (null: none)
+  // Shared memory: the regions inputs were read from (held, so not unregistered, until the
+  // reply) and, per requested output, the slice it goes to (none: in the reply).
+  std::vector<RegionSlice> input_slices;
+  std::vector<std::optional<RegionSlice>> output_slices;
 };
 
 // A REST infer body: JSON, or a JSON header of `header_length` bytes followed by binary tensor
-// data (the binary tensor data extension; `header_length` is the raw header value).
-DecodedInfer decode_rest_infer(std::string_view body,
-                               std::optional<std::string_view> header_length);
+// data (the binary tensor data extension; `header_length` is the raw header value). Tensors
+// naming a shared memory region are resolved in `shared_memory` (nullptr: refused).
+DecodedInfer decode_rest_infer(std::string_view body, std::optional<std::string_view> header_length,
+                               const SharedMemoryRegistry* shared_memory = nullptr);
 
-// A gRPC ModelInferRequest (raw_input_contents or typed contents).
-DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& request);
+// A gRPC ModelInferRequest (raw_input_contents, typed contents or shared memory).
+DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& request,
+                               const SharedMemoryRegistry* shared_memory = nullptr);
+
+// The gRPC reply for `outputs` of `decoded` (outputs placed in shared memory are written there
+// and have an empty raw_output_contents entry, as in Triton).
+void encode_grpc_infer(const DecodedInfer& decoded, const std::vector<HostTensor>& outputs,
+                       const std::string& model, int64_t version, const std::string& id,
+                       inference::ModelInferResponse& response);
 
 // REST: rejects (kInvalidArgument, before the model runs) a request that would get an FP16 or
 // BF16 output of `signature` as JSON data; as in Triton, those are sent as binary data only.

@@ -4,12 +4,25 @@
 
 namespace kaas::server {
 
+namespace {
+
+// The backend that opens CUDA IPC handles, when this build has one.
+const Backend* cuda_backend() {
+  for (const Backend* b : compiled_backends())
+    if (b->name() == "cuda") return b;
+  return nullptr;
+}
+
+}  // namespace
+
 Server::Server(const ServerOptions& options) {
   const Backend& backend =
       options.backend == "auto" ? default_backend() : find_backend(options.backend);
   state_.backend_name = std::string(backend.name());
   memory_trimmer_ = std::make_unique<MemoryTrimmer>();
   state_.memory_trimmer = memory_trimmer_.get();
+  shared_memory_ = std::make_unique<SharedMemoryRegistry>(cuda_backend());
+  state_.shared_memory = shared_memory_.get();
   repository_ =
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
   state_.repository = repository_.get();

@@ -35,6 +35,7 @@ class Server {
  private:
   ServerState state_;
   std::unique_ptr<MemoryTrimmer> memory_trimmer_;  // outlives the front ends that report to it
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;  // outlives the front ends too
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<GrpcFrontend> grpc_;
   std::unique_ptr<HttpFrontend> http_;

@@ -8,6 +8,7 @@
 #include "kaas/build_config.h"
 #include "kaas/server_adapter/memory_trimmer.h"
 #include "kaas/server_adapter/model_repository.h"
+#include "kaas/server_adapter/shared_memory.h"
 
 namespace kaas::server {
 
@@ -21,7 +22,9 @@ inline const std::vector<std::string>& server_extensions() {
                                                       "statistics",
                                                       "model_repository",
                                                       "model_repository(unload_dependents)",
-                                                      "parameters"};
+                                                      "parameters",
+                                                      "system_shared_memory",
+                                                      "cuda_shared_memory"};
   return extensions;
 }
 
@@ -29,7 +32,8 @@ struct ServerState {
   ModelRepository* repository = nullptr;
   std::atomic<bool> ready{false};  // false before start and once shutdown begins
   std::string backend_name;
-  MemoryTrimmer* memory_trimmer = nullptr;  // told the size of every inference request
+  MemoryTrimmer* memory_trimmer = nullptr;        // told the size of every inference request
+  SharedMemoryRegistry* shared_memory = nullptr;  // regions registered by same-node clients
 };
 
 // The platform a model reports in metadata: config platform, else its backend.

@@ -106,6 +106,21 @@ class GpuBackend final : public Backend {
     }
   }
 
+  void* open_ipc_memory(std::span<const std::byte> handle, int device) const override {
+    if (handle.size() != rt::kIpcHandleBytes)
+      throw Error(ErrorCode::kInvalidArgument, std::string(rt::kRuntimeName) + " IPC handle of " +
+                                                   std::to_string(handle.size()) +
+                                                   " bytes, expected " +
+                                                   std::to_string(rt::kIpcHandleBytes));
+    rt::check(rt::set_device(device), "set_device");
+    void* ptr = nullptr;
+    rt::check(rt::ipc_open(&ptr, handle.data()), "open IPC memory handle");
+    return ptr;
+  }
+  void close_ipc_memory(void* ptr) const override {
+    (void)rt::ipc_close(ptr);
+  }
+
   void* create_event() const override {
     rt::event_t event{};
     rt::check(rt::event_create(&event), "event_create");

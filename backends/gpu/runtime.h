@@ -2,6 +2,8 @@
 // The thin mapping between the CUDA and HIP runtimes: the GPU backend is written once against
 // these names and compiled by nvcc (kaas::cuda) and hipcc (kaas::hip).
 
+#include <cstring>
+
 #include "kaas/backends/config.h"
 
 #if defined(KAAS_BACKEND_CUDA)
@@ -81,6 +83,15 @@ inline error_t memcpy_d2h(void* d, const void* s, size_t n, stream_t st) {
 inline error_t memcpy_d2d(void* d, const void* s, size_t n, stream_t st) {
   return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, st);
 }
+inline constexpr size_t kIpcHandleBytes = sizeof(cudaIpcMemHandle_t);
+inline error_t ipc_open(void** p, const void* handle) {
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle, sizeof(h));
+  return cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+}
+inline error_t ipc_close(void* p) {
+  return cudaIpcCloseMemHandle(p);
+}
 inline const char* arch_name(const device_prop_t&) {
   return nullptr;
 }  // from major.minor
@@ -150,6 +161,15 @@ inline error_t memcpy_d2h(void* d, const void* s, size_t n, stream_t st) {
 }
 inline error_t memcpy_d2d(void* d, const void* s, size_t n, stream_t st) {
   return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, st);
+}
+inline constexpr size_t kIpcHandleBytes = sizeof(hipIpcMemHandle_t);
+inline error_t ipc_open(void** p, const void* handle) {
+  hipIpcMemHandle_t h;
+  std::memcpy(&h, handle, sizeof(h));
+  return hipIpcOpenMemHandle(p, h, hipIpcMemLazyEnablePeerAccess);
+}
+inline error_t ipc_close(void* p) {
+  return hipIpcCloseMemHandle(p);
 }
 inline const char* arch_name(const device_prop_t& p) {
   return p.gcnArchName;

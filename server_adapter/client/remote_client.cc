@@ -39,6 +39,8 @@ ErrorCode code_of(grpc::StatusCode code) {
       return ErrorCode::kResourceExhausted;
     case grpc::StatusCode::UNIMPLEMENTED:
       return ErrorCode::kUnimplemented;
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return ErrorCode::kAlreadyExists;
     default:
       return ErrorCode::kInternal;
   }
