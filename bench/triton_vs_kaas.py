@@ -4,10 +4,11 @@ model file (the default repository's EmTrkMichelId, written for each server by
 kaas-make-repository), same clients (kaas-loadgen, C++ gRPC), one run, plus in-process kaas
 (kaas-infer) as the ceiling.
 
-Points: batch 1, 16 and 256 with one client, and 64 concurrent batch-1 clients (both servers'
-dynamic batchers: preferred batch 256, 500 us queue delay). Reported per point: patches/s,
-p50/p99 latency and the server process's CPU time (utime + stime from /proc, over the run) per
-request.
+Points: batch 1, 16 and 256 with one client, batch 256 again with the input and outputs in
+system shared memory (the client's own POSIX regions, registered once: same-node serving as
+SonicTriton does it), and 64 concurrent batch-1 clients (both servers' dynamic batchers:
+preferred batch 256, 500 us queue delay). Reported per point: patches/s, p50/p99 latency and the
+server process's CPU time (utime + stime from /proc, over the run) per request.
 
 Usage: triton_vs_kaas.py --server BIN --make-repository BIN --infer BIN --loadgen BIN
                          --backend-dir DIR [--duration S] [--threads N] [--out results.json]
@@ -27,7 +28,8 @@ from server_fixture import KaasServer, TritonServer  # noqa: E402
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import server_load  # noqa: E402
 
-POINTS = [(1, 1), (16, 1), (256, 1), (1, 64)]  # (patches per request, concurrent clients)
+# (patches per request, concurrent clients, where the tensors travel)
+POINTS = [(1, 1, "grpc"), (16, 1, "grpc"), (256, 1, "grpc"), (256, 1, "system shm"), (1, 64, "grpc")]
 
 
 def cpu_seconds(pid):
@@ -58,16 +60,17 @@ def measure(name, pid, url, loadgen, duration):
 
     stats_client = grpcclient.InferenceServerClient(url)
     rows = []
-    for batch, clients in POINTS:
+    for batch, clients, transport in POINTS:
         before = stage_totals(stats_client)
         cpu0 = cpu_seconds(pid)
         out = subprocess.run([loadgen, "--url", url, "--model", "emtrkmichelid", "--batch", str(batch),
-                              "--clients", str(clients), "--seconds", str(duration)],
+                              "--clients", str(clients), "--seconds", str(duration),
+                              "--shared-memory", "system" if transport == "system shm" else "none"],
                              check=True, capture_output=True, text=True).stdout
         cpu1 = cpu_seconds(pid)
         after = stage_totals(stats_client)
         r = json.loads(out)
-        r.update({"server": name, "batch": batch, "clients": clients,
+        r.update({"server": name, "batch": batch, "clients": clients, "transport": transport,
                   "server_cpu_ms_per_request": (cpu1 - cpu0) * 1e3 / max(r["requests"], 1)})
         # Where a request's time goes inside the server (its own statistics, mean per request).
         requests = max(after["success"][0] - before["success"][0], 1)
@@ -120,27 +123,36 @@ def markdown(result, command):
     """The comparison table: each server point beside the other server and in-process kaas."""
     rows = result["rows"]
     ceiling = {r["batch"]: r["patches_per_s"] for r in rows if r["server"] == "in-process kaas"}
-    served = {(r["server"], r["batch"], r["clients"]): r for r in rows if "clients" in r and r["server"] != "in-process kaas"}
+    served = {(r["server"], r["batch"], r["clients"], r.get("transport", "grpc")): r
+              for r in rows if "clients" in r and r["server"] != "in-process kaas"}
     lines = [f"Command: `{command}`", "",
              f"One run, {result['duration_s']} s per point, kaas-loadgen (C++ gRPC) clients, the same model file "
              f"for both servers ({'identical bytes' if result['model_file_identical'] else 'FILES DIFFER'}), "
              f"OpenMP threads {result['threads']}; server CPU = utime + stime of the server process over the "
              "point / requests; stages = the server's own statistics, mean ms per request.", "",
-             "| batch x clients | server | patches/s | p50 ms | p99 ms | server CPU ms/request | executions | "
-             "queue / infer / input+output ms | vs in-process | kaas-server / Triton |",
-             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
-    for batch, clients in POINTS:
+             "| batch x clients | tensors via | server | patches/s | p50 ms | p99 ms | server CPU ms/request | "
+             "executions | queue / infer / input+output ms | vs in-process | kaas-server / Triton |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for batch, clients, transport in POINTS:
         for name in ("kaas-server", "triton+kaas"):
-            r = served.get((name, batch, clients))
+            r = served.get((name, batch, clients, transport))
             if not r:
                 continue
-            other = served.get(("triton+kaas", batch, clients))
+            other = served.get(("triton+kaas", batch, clients, transport))
             ratio = f"{r['patches_per_s'] / other['patches_per_s']:.2f}" if name == "kaas-server" and other else ""
             vs = f"{r['patches_per_s'] / ceiling[batch]:.2f}" if clients == 1 and batch in ceiling else ""
-            lines.append(f"| {batch} x {clients} | {name} | {r['patches_per_s']:,.0f} | {r['p50_ms']:.2f} | "
+            lines.append(f"| {batch} x {clients} | {transport} | {name} | {r['patches_per_s']:,.0f} | {r['p50_ms']:.2f} | "
                          f"{r['p99_ms']:.2f} | {r['server_cpu_ms_per_request']:.2f} | {r['executions']} | "
                          f"{r['queue_ms']:.2f} / {r['compute_infer_ms']:.2f} / "
                          f"{r['compute_input_ms'] + r['compute_output_ms']:.2f} | {vs} | {ratio} |")
+    for name in ("kaas-server", "triton+kaas"):
+        g, m = served.get((name, 256, 1, "grpc")), served.get((name, 256, 1, "system shm"))
+        if g and m:
+            lines.append(f"\n{name}, batch 256, system shared memory / gRPC bytes: p50 latency "
+                         f"{m['p50_ms'] / g['p50_ms']:.2f}x, server CPU per request "
+                         f"{m['server_cpu_ms_per_request'] / g['server_cpu_ms_per_request']:.2f}x, time outside "
+                         f"the model (p50 - infer stage) {m['p50_ms'] - m['compute_infer_ms']:.2f} vs "
+                         f"{g['p50_ms'] - g['compute_infer_ms']:.2f} ms")
     lines += ["", "In-process kaas (kaas-infer, openmp, median): " +
               ", ".join(f"batch {b}: {p:,.0f} patches/s" for b, p in sorted(ceiling.items())), ""]
     return "\n".join(lines)

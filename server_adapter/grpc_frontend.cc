@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <fstream>
 #include <sstream>
@@ -27,6 +29,8 @@ Status to_status(const std::exception& e) {
 
 // The client's deadline passed while its request was queued or running.
 struct DeadlineExceeded {};
+// The client cancelled the call (or its connection went) while the request was queued or running.
+struct Cancelled {};
 
 template <class F>
 Status guarded(F&& f) {
@@ -36,6 +40,8 @@ Status guarded(F&& f) {
   } catch (const DeadlineExceeded&) {
     return Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                   "deadline exceeded before the inference finished");
+  } catch (const Cancelled&) {
+    return Status(grpc::StatusCode::CANCELLED, "the client cancelled the call");
   } catch (const std::exception& e) {
     return to_status(e);
   }
@@ -133,10 +139,30 @@ class Service final : public inference::GRPCInferenceService::Service {
       DecodedInfer decoded = decode_grpc_infer(*q, state_.shared_memory);
       // Unknown requested outputs fail before the request is queued.
       check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
-      auto future = model->scheduler->submit(std::move(decoded.request));
+      // The deadline and the client's presence travel with the request: the scheduler drops
+      // it, unexecuted, once nobody waits for the answer.
       const auto deadline = context->deadline();
-      if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
-        if (future.wait_until(deadline) != std::future_status::ready) throw DeadlineExceeded{};
+      const auto now = std::chrono::system_clock::now();
+      const bool bounded = deadline < now + std::chrono::hours(24 * 365);
+      if (bounded) decoded.request.deadline = std::chrono::steady_clock::now() + (deadline - now);
+      const auto abandoned = std::make_shared<std::atomic<bool>>(false);
+      decoded.request.abandoned = abandoned;
+      auto future = model->scheduler->submit(std::move(decoded.request));
+      // Checked every poll interval while the answer is pending (no callback may touch the
+      // context after this handler returns).
+      constexpr auto kPoll = std::chrono::milliseconds(20);
+      while (true) {
+        auto until = std::chrono::system_clock::now() + kPoll;
+        if (bounded) until = std::min(until, deadline);
+        if (future.wait_until(until) == std::future_status::ready) break;
+        if (bounded && std::chrono::system_clock::now() >= deadline) {
+          abandoned->store(true);
+          throw DeadlineExceeded{};
+        }
+        if (context->IsCancelled()) {
+          abandoned->store(true);
+          throw Cancelled{};
+        }
       }
       encode_grpc_infer(decoded, future.get(), model->name, model->version, q->id(), *r);
     });

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "kaas/backends/backend.h"
+#include "kaas/server_adapter/log.h"
 #include "kaas/server_adapter/server.h"
 
 // Every open connection is a descriptor: the soft limit (often 1024) is raised to the hard one
@@ -43,6 +44,11 @@ int main(int argc, char** argv) {
                  "OMP_NUM_THREADS or the cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  int log_verbose = 0;
+  app.add_option("--log-verbose", log_verbose,
+                 "1: also log what happens to single requests (drops before execution, why)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
   app.add_option("--model-control-mode", control, "none (load all) or explicit (load/unload RPCs)")
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
@@ -92,6 +98,7 @@ int main(int argc, char** argv) {
   http.body_timeout = milliseconds(body_timeout);
   http.idle_timeout = milliseconds(idle_timeout);
   raise_descriptor_limit();
+  kaas::server::set_log_verbosity(log_verbose);
   options.control = control == "explicit" ? kaas::server::ModelControl::kExplicit
                                           : kaas::server::ModelControl::kNone;
   // Signals are taken by sigwait below; every thread started from here on inherits the mask.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/log.h"
 
 namespace kaas::server {
 
@@ -73,6 +74,8 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
   for (const auto& t : ordered) pending->bytes += t.bytes.size();
   pending->request.inputs = std::move(ordered);
   pending->request.timeout = request.timeout;
+  pending->request.deadline = request.deadline;
+  pending->request.abandoned = std::move(request.abandoned);
   auto future = pending->promise.get_future();
   {
     std::lock_guard lock(mutex_);
@@ -108,32 +111,48 @@ bool ModelScheduler::compatible(const Pending& a, const Pending& b) const {
   return true;
 }
 
+// Requests nobody waits for any more are answered now, before they take an execution.
+void ModelScheduler::drop_unwanted(Clock::time_point now) {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const InferRequest& request = (*it)->request;
+    auto timeout = policy_.default_timeout;
+    if (request.timeout && (policy_.allow_timeout_override || timeout.count() == 0))
+      timeout = *request.timeout;
+    // A timeout beyond what the clock can add (INT64_MAX us) means none, not an overflow.
+    const bool bounded = timeout.count() > 0 && timeout < kLongestTimeout;
+    std::optional<Error> reason;
+    if (request.deadline && now >= *request.deadline) {
+      reason.emplace(ErrorCode::kDeadlineExceeded,
+                     "model '" + name_ + "': deadline exceeded before execution");
+    } else if (request.abandoned && request.abandoned->load()) {
+      reason.emplace(ErrorCode::kUnavailable,
+                     "model '" + name_ + "': the client went away before execution");
+    } else if (bounded && now - (*it)->arrival >= timeout) {
+      reason.emplace(ErrorCode::kUnavailable, "model '" + name_ + "': Request timeout expired");
+    }
+    if (!reason) {
+      ++it;
+      continue;
+    }
+    log_debug(std::string(reason->what()) + " (queued " +
+              std::to_string(ns_between((*it)->arrival, now) / 1000) + " us, not executed)");
+    (*it)->promise.set_exception(std::make_exception_ptr(*reason));
+    stats_->update([&](StatsSnapshot& s) {
+      s.fail.add(ns_between((*it)->arrival, now));
+      --s.pending;
+    });
+    queued_bytes_ -= (*it)->bytes;
+    it = queue_.erase(it);
+    drained_.notify_all();
+  }
+}
+
 std::vector<std::unique_ptr<ModelScheduler::Pending>> ModelScheduler::take_batch(
     std::unique_lock<std::mutex>& lock) {
   std::vector<std::unique_ptr<Pending>> batch;
   while (!queue_.empty()) {
     const auto now = Clock::now();
-    // Requests whose queue timeout expired are answered now.
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      auto timeout = policy_.default_timeout;
-      if ((*it)->request.timeout && (policy_.allow_timeout_override || timeout.count() == 0))
-        timeout = *(*it)->request.timeout;
-      // A timeout beyond what the clock can add (INT64_MAX us) means none, not an overflow.
-      const bool bounded = timeout.count() > 0 && timeout < kLongestTimeout;
-      if (bounded && now - (*it)->arrival >= timeout) {
-        (*it)->promise.set_exception(std::make_exception_ptr(
-            Error(ErrorCode::kUnavailable, "model '" + name_ + "': Request timeout expired")));
-        stats_->update([&](StatsSnapshot& s) {
-          s.fail.add(ns_between((*it)->arrival, now));
-          --s.pending;
-        });
-        queued_bytes_ -= (*it)->bytes;
-        it = queue_.erase(it);
-        drained_.notify_all();
-      } else {
-        ++it;
-      }
-    }
+    drop_unwanted(now);
     if (queue_.empty()) break;
     size_t take = 1;
     if (policy_.dynamic) {

@@ -4,9 +4,12 @@
 // while the batch stays <= max_batch_size and their non-batch shapes match; it runs at once when
 // a preferred size (or the maximum) is reached, else waits until the oldest request is
 // max_queue_delay old. Inputs are concatenated along the batch dimension, outputs split back.
-// A full queue (requests or input bytes) rejects at once (kUnavailable); a request whose queue
-// timeout expires before it runs fails with kUnavailable "Request timeout expired".
+// A full queue (requests or input bytes) rejects at once (kUnavailable). A request is dropped,
+// never executed, when before it runs its queue timeout expires (kUnavailable "Request timeout
+// expired"), its client's deadline passes (kDeadlineExceeded) or its client has gone: each is
+// counted as a failure, with the reason in the debug log.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -35,6 +38,10 @@ struct BatchingPolicy {
 struct InferRequest {
   std::vector<models::HostTensor> inputs;
   std::optional<std::chrono::microseconds> timeout;  // queue timeout (the request's parameter)
+  // The client's deadline (gRPC): past it nobody reads the answer.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Set by the front end once the client has gone (cancelled, or it stopped waiting).
+  std::shared_ptr<const std::atomic<bool>> abandoned;
 };
 
 class ModelScheduler {
@@ -62,6 +69,7 @@ class ModelScheduler {
   };
   void worker(size_t instance);
   std::vector<std::unique_ptr<Pending>> take_batch(std::unique_lock<std::mutex>& lock);
+  void drop_unwanted(std::chrono::steady_clock::time_point now);
   void execute(models::Model& model, std::vector<std::unique_ptr<Pending>>& batch);
   bool compatible(const Pending& a, const Pending& b) const;
 
