@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/log.h"
 
 namespace kaas::server {
@@ -18,16 +19,6 @@ constexpr auto kLongestTimeout =
 
 uint64_t ns_between(Clock::time_point a, Clock::time_point b) {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
-}
-
-// Rows [begin, begin + rows) of a batched tensor.
-HostTensor slice_rows(const HostTensor& t, int64_t begin, int64_t rows) {
-  HostTensor part{t.name, t.dtype, t.shape, {}};
-  part.shape[0] = rows;
-  const size_t row_bytes = t.shape[0] > 0 ? t.bytes.size() / size_t(t.shape[0]) : 0;
-  const auto first = t.bytes.begin() + ptrdiff_t(size_t(begin) * row_bytes);
-  part.bytes.assign(first, first + ptrdiff_t(size_t(rows) * row_bytes));
-  return part;
 }
 
 }  // namespace
@@ -210,73 +201,58 @@ void ModelScheduler::worker(size_t instance) {
 
 void ModelScheduler::execute(models::Model& model, std::vector<std::unique_ptr<Pending>>& batch) {
   const auto start = Clock::now();
-  int64_t total = 0;
-  for (const auto& p : batch) total += p->batch;
-  std::vector<HostTensor> inputs;
-  if (batch.size() == 1) {
-    inputs = std::move(batch.front()->request.inputs);
-  } else {
-    inputs = std::move(batch.front()->request.inputs);
-    for (auto& in : inputs) in.shape[0] = total;
-    for (size_t r = 1; r < batch.size(); ++r) {
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const auto& more = batch[r]->request.inputs[i].bytes;
-        inputs[i].bytes.insert(inputs[i].bytes.end(), more.begin(), more.end());
-      }
-    }
+  std::vector<serving::BatchPart> parts(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    parts[r].rows = batch[r]->batch;
+    for (const HostTensor& t : batch[r]->request.inputs) parts[r].inputs.push_back(t.view());
   }
-  const auto gathered = Clock::now();
-  std::vector<HostTensor> outputs;
-  try {
-    outputs = model.run(inputs);
-  } catch (...) {
-    const auto error = std::current_exception();
-    const auto end = Clock::now();
-    for (auto& p : batch) p->promise.set_exception(error);
-    stats_->update([&](StatsSnapshot& s) {
-      for (const auto& p : batch) {
-        s.fail.add(ns_between(p->arrival, end));
-        --s.pending;
-      }
-    });
-    return;
-  }
+  serving::BatchRun run = serving::run_parts(model, parts);
   const auto computed = Clock::now();
   std::vector<std::vector<HostTensor>> per_request(batch.size());
-  int64_t offset = 0;
-  for (size_t r = 0; r < batch.size(); ++r) {
-    if (batch.size() == 1) {
-      per_request[r] = std::move(outputs);
-    } else {
-      for (const auto& out : outputs)
-        per_request[r].push_back(slice_rows(out, offset, batch[r]->batch));
-    }
-    offset += batch[r]->batch;
-  }
+  for (size_t r = 0; r < batch.size(); ++r)
+    if (!run.parts[r].error) per_request[r] = run.parts[r].take();
   const auto end = Clock::now();
-  const uint64_t input_ns = ns_between(start, gathered), infer_ns = ns_between(gathered, computed),
+  const auto ns = [](auto d) {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  };
+  const uint64_t input_ns = ns(run.join), infer_ns = ns(run.run),
                  output_ns = ns_between(computed, end);
+  int64_t answered = 0;
   stats_->update([&](StatsSnapshot& s) {
-    for (const auto& p : batch) {
-      s.queue.add(ns_between(p->arrival, start));
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const Pending& p = *batch[r];
+      --s.pending;
+      if (run.parts[r].error) {
+        s.fail.add(ns_between(p.arrival, end));
+        continue;
+      }
+      answered += p.batch;
+      s.queue.add(ns_between(p.arrival, start));
       s.compute_input.add(input_ns);
       s.compute_infer.add(infer_ns);
       s.compute_output.add(output_ns);
-      s.success.add(ns_between(p->arrival, end));
-      s.request_ns_total += ns_between(p->arrival, end);
-      --s.pending;
+      s.success.add(ns_between(p.arrival, end));
+      s.request_ns_total += ns_between(p.arrival, end);
     }
-    ++s.execution_count;
-    s.inference_count += uint64_t(total);
-    auto& b = s.batches[uint64_t(total)];
-    b.compute_input.add(input_ns);
-    b.compute_infer.add(infer_ns);
-    b.compute_output.add(output_ns);
+    s.execution_count += uint64_t(run.executions);
+    s.inference_count += uint64_t(answered);
+    if (answered > 0) {
+      auto& b = s.batches[uint64_t(answered)];
+      b.compute_input.add(input_ns);
+      b.compute_infer.add(infer_ns);
+      b.compute_output.add(output_ns);
+    }
     s.last_inference_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count());
   });
-  for (size_t r = 0; r < batch.size(); ++r) batch[r]->promise.set_value(std::move(per_request[r]));
+  for (size_t r = 0; r < batch.size(); ++r) {
+    if (run.parts[r].error) {
+      batch[r]->promise.set_exception(run.parts[r].error);
+    } else {
+      batch[r]->promise.set_value(std::move(per_request[r]));
+    }
+  }
 }
 
 }  // namespace kaas::server

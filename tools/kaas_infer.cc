@@ -13,30 +13,12 @@
 #include "kaas/common/error.h"
 #include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
+#include "kaas/server_adapter/batch_pipeline.h"
 
 namespace fs = std::filesystem;
 using kaas::models::HostTensor;
 
 namespace {
-
-// Rows [begin, end) of a batched tensor.
-HostTensor rows(const HostTensor& t, int64_t begin, int64_t end) {
-  HostTensor part{t.name, t.dtype, t.shape, {}};
-  part.shape[0] = end - begin;
-  const size_t row_bytes = t.bytes.size() / size_t(t.shape[0]);
-  part.bytes.assign(t.bytes.begin() + ptrdiff_t(begin * row_bytes),
-                    t.bytes.begin() + ptrdiff_t(end * row_bytes));
-  return part;
-}
-
-void append_rows(HostTensor& into, const HostTensor& part) {
-  if (into.shape.empty()) {
-    into = part;
-    return;
-  }
-  into.shape[0] += part.shape[0];
-  into.bytes.insert(into.bytes.end(), part.bytes.begin(), part.bytes.end());
-}
 
 int list_backends() {
   for (const kaas::Backend* b : kaas::compiled_backends()) {
@@ -120,15 +102,23 @@ std::vector<HostTensor> run_all_rows(kaas::models::Model& model,
                                      const std::vector<HostTensor>& inputs, int64_t total) {
   const auto& sig = model.signature();
   if (sig.max_batch == 0) return model.run(inputs);
-  std::vector<HostTensor> collected(sig.outputs.size());
+  // Chunks of at most max_batch rows, their outputs joined back (the serving batch pipeline's
+  // own join and split).
+  std::vector<std::vector<HostTensor>> chunks;
   for (int64_t begin = 0; begin < total; begin += sig.max_batch) {
     const int64_t end = std::min(total, begin + sig.max_batch);
     std::vector<HostTensor> part;
-    for (const auto& in : inputs) part.push_back(rows(in, begin, std::min(end, in.shape[0])));
-    auto out = model.run(part);
-    for (size_t o = 0; o < out.size(); ++o) append_rows(collected[o], out[o]);
+    for (const auto& in : inputs)
+      part.push_back(kaas::serving::tensor_rows(in, begin, std::min(end, in.shape[0]) - begin));
+    chunks.push_back(model.run(part));
   }
-  return collected;
+  if (chunks.size() == 1) return std::move(chunks.front());
+  std::vector<kaas::serving::BatchPart> parts(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    for (const HostTensor& out : chunks[c]) parts[c].inputs.push_back(out.view());
+    parts[c].rows = chunks[c].front().shape[0];
+  }
+  return kaas::serving::join_parts(parts);
 }
 
 void write_outputs(const std::vector<HostTensor>& outputs, const std::string& output_dir) {

@@ -47,36 +47,6 @@ std::vector<int64_t> check_entries(const models::ModelSignature& signature,
   return batches;
 }
 
-std::vector<int64_t> joined_shape(const CallRequest& request, size_t input) {
-  std::vector<int64_t> shape = request.entries.front()[input].shape;
-  for (size_t e = 1; e < request.entries.size(); ++e)
-    shape[0] += request.entries[e][input].shape[0];
-  return shape;
-}
-
-std::vector<std::vector<HostTensor>> split_entries(std::vector<HostTensor> outputs,
-                                                   std::span<const int64_t> entry_batches) {
-  std::vector<std::vector<HostTensor>> per_entry(entry_batches.size());
-  if (entry_batches.size() == 1) {
-    per_entry[0] = std::move(outputs);
-    return per_entry;
-  }
-  for (const HostTensor& joined : outputs) {
-    const int64_t rows = joined.shape.empty() ? 0 : joined.shape[0];
-    const size_t row_bytes = rows > 0 ? joined.bytes.size() / size_t(rows) : 0;
-    int64_t first = 0;
-    for (size_t e = 0; e < entry_batches.size(); ++e) {
-      HostTensor part{joined.name, joined.dtype, joined.shape, {}};
-      part.shape[0] = entry_batches[e];
-      const auto begin = joined.bytes.begin() + std::ptrdiff_t(size_t(first) * row_bytes);
-      part.bytes.assign(begin, begin + std::ptrdiff_t(size_t(entry_batches[e]) * row_bytes));
-      per_entry[e].push_back(std::move(part));
-      first += entry_batches[e];
-    }
-  }
-  return per_entry;
-}
-
 std::vector<HostTensor> keep_outputs(std::vector<HostTensor> outputs,
                                      std::span<const std::string> requested,
                                      std::string_view model) {

@@ -20,13 +20,6 @@ std::vector<int64_t> check_entries(const models::ModelSignature& signature,
                                    const CallRequest& request, BatchMode mode,
                                    std::string_view model);
 
-// Rectangular mode: input `input`'s shape with the entries' batches added up.
-std::vector<int64_t> joined_shape(const CallRequest& request, size_t input);
-
-// The rows of a joined execution's outputs handed back to the entries they came from.
-std::vector<std::vector<HostTensor>> split_entries(std::vector<HostTensor> outputs,
-                                                   std::span<const int64_t> entry_batches);
-
 // The outputs asked for, in the order asked (all, in model order, when none are named).
 std::vector<HostTensor> keep_outputs(std::vector<HostTensor> outputs,
                                      std::span<const std::string> requested,

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/client/conversion.h"
 #include "kaas/server_adapter/repository_entry.h"
 
@@ -12,17 +13,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Rectangular entries joined along the batch dimension (the one copy direct mode makes).
-std::vector<HostTensor> join_entries(const CallRequest& request) {
-  std::vector<HostTensor> joined;
-  for (size_t i = 0; i < request.entries.front().size(); ++i) {
-    const InputRef& first = request.entries.front()[i];
-    HostTensor t{first.spec->name, first.spec->dtype, joined_shape(request, i), {}};
-    for (const auto& entry : request.entries)
-      t.bytes.insert(t.bytes.end(), entry[i].bytes.begin(), entry[i].bytes.end());
-    joined.push_back(std::move(t));
+// A call of several entries names the one whose execution failed.
+[[noreturn]] void rethrow_for_entry(std::exception_ptr error, size_t entry, size_t entries) {
+  if (entries == 1) std::rethrow_exception(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    throw Error(e.code(), "entry " + std::to_string(entry) + ": " + e.what());
   }
-  return joined;
 }
 
 [[noreturn]] void deadline_exceeded(const std::string& model, const CallOptions& options,
@@ -81,18 +79,27 @@ InferResult DirectClient::execute(const CallRequest& request) {
     }
     ~Turn() { end(); }
   } turn{*this};
+  // Rectangular: the entries in one execution (through the batch pipeline: an entry that makes
+  // it fail is found by re-running each alone); ragged: one execution per entry.
   std::vector<std::vector<HostTensor>> per_entry;
   const bool joined = batch_mode() == BatchMode::kRectangular && request.entries.size() > 1;
+  std::vector<serving::BatchPart> parts(request.entries.size());
+  for (size_t e = 0; e < request.entries.size(); ++e) {
+    for (const InputRef& in : request.entries[e]) parts[e].inputs.push_back(in.view());
+    parts[e].rows = e < request.entry_batches.size() ? request.entry_batches[e] : 1;
+  }
+  std::vector<serving::PartOutcome> outcomes;
   if (joined) {
-    per_entry = split_entries(model_->run(join_entries(request)), request.entry_batches);
+    outcomes = serving::run_parts(*model_, parts).parts;
   } else {
-    for (const auto& entry : request.entries) {
-      std::vector<TensorView> views;
-      for (const InputRef& in : entry) views.push_back(in.view());
-      per_entry.push_back(model_->run(views));
-    }
+    for (const auto& part : parts)
+      outcomes.push_back(std::move(serving::run_parts(*model_, {&part, 1}).parts.front()));
   }
   turn.end();
+  for (size_t e = 0; e < outcomes.size(); ++e) {
+    if (outcomes[e].error) rethrow_for_entry(outcomes[e].error, e, outcomes.size());
+    per_entry.push_back(outcomes[e].take());
+  }
   for (auto& outputs : per_entry)
     outputs = keep_outputs(std::move(outputs), options.outputs, model_name());
   const auto end = Clock::now();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
+#include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/client/conversion.h"
 #include "kaas/server_adapter/repository_entry.h"
 #include "kaas/server_adapter/tensor_codec.h"
@@ -58,28 +59,28 @@ std::string status_text(const grpc::Status& status) {
   return text + ": " + status.error_message();
 }
 
-// One request of a call: rectangular = every entry joined, ragged = one entry.
+// One request of a call: rectangular = every entry joined (by the batch pipeline, straight into
+// the message), ragged = one entry.
 inference::ModelInferRequest make_request(const CallRequest& call, std::span<const size_t> entries,
                                           const std::string& model, const std::string& version) {
   inference::ModelInferRequest r;
   r.set_model_name(model);
   r.set_model_version(version);
+  std::vector<serving::BatchPart> parts;
+  for (size_t e : entries) {
+    serving::BatchPart& part = parts.emplace_back();
+    for (const InputRef& in : call.entries[e]) part.inputs.push_back(in.view());
+    part.rows = e < call.entry_batches.size() ? call.entry_batches[e] : 1;
+  }
   for (size_t i = 0; i < call.entries.front().size(); ++i) {
     const InputRef& first = call.entries[entries.front()][i];
     auto* in = r.add_inputs();
     in->set_name(first.spec->name);
     in->set_datatype(std::string(models::triton_name(first.spec->dtype)));
-    std::vector<int64_t> shape = first.shape;
-    size_t bytes = 0;
-    for (size_t k = 1; k < entries.size(); ++k) shape[0] += call.entries[entries[k]][i].shape[0];
-    for (size_t e : entries) bytes += call.entries[e][i].bytes.size();
-    for (int64_t d : shape) in->add_shape(d);
+    for (int64_t d : serving::joined_shape(parts, i)) in->add_shape(d);
     std::string* raw = r.add_raw_input_contents();
-    raw->reserve(bytes);
-    for (size_t e : entries) {
-      const auto data = call.entries[e][i].bytes;
-      raw->append(reinterpret_cast<const char*>(data.data()), data.size());
-    }
+    raw->resize(serving::joined_bytes(parts, i));
+    serving::copy_joined(parts, i, reinterpret_cast<std::byte*>(raw->data()));
   }
   for (const std::string& name : call.options.outputs) r.add_outputs()->set_name(name);
   return r;
@@ -381,7 +382,7 @@ InferResult RemoteClient::execute(const CallRequest& request) {
 
   std::vector<std::vector<HostTensor>> per_entry;
   if (joined) {
-    per_entry = split_entries(std::move(answers.front()), request.entry_batches);
+    per_entry = serving::split_outputs(std::move(answers.front()), request.entry_batches);
   } else {
     per_entry = std::move(answers);
   }

@@ -8,6 +8,7 @@
 
 #include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {
@@ -138,60 +139,27 @@ bool same_item_shapes(const Pending& a, const Pending& b) {
   return true;
 }
 
-// The group's inputs joined along the batch dimension (the one copy a joined execution makes).
-std::vector<HostTensor> join_inputs(const std::vector<Pending*>& group, int64_t rows) {
-  std::vector<HostTensor> joined;
-  for (size_t i = 0; i < group.front()->inputs.size(); ++i) {
-    const TensorView& first = group.front()->inputs[i];
-    HostTensor t{std::string(first.name),
-                 first.dtype,
-                 std::vector<int64_t>(first.shape.begin(), first.shape.end()),
-                 {}};
-    t.shape[0] = rows;
-    size_t bytes = 0;
-    for (const Pending* p : group) bytes += p->inputs[i].bytes.size();
-    t.bytes.resize(bytes);
-    size_t offset = 0;
-    for (const Pending* p : group) {
-      const auto part = p->inputs[i].bytes;
-      if (!part.empty()) std::memcpy(t.bytes.data() + offset, part.data(), part.size());
-      offset += part.size();
-    }
-    joined.push_back(std::move(t));
-  }
-  return joined;
-}
-
-void run_group(models::Model& model, const std::vector<Pending*>& group) {
+// One group through the batch pipeline (joined, split; re-run alone on failure): each request
+// keeps the rows of the execution it ended in, or its error. Returns the executions it took.
+int run_group(models::Model& model, const std::vector<Pending*>& group) {
+  std::vector<serving::BatchPart> parts;
+  for (const Pending* p : group) parts.push_back({p->inputs, p->batch});
   const uint64_t start = now_ns();
-  try {
-    std::vector<HostTensor> outputs;
-    if (group.size() == 1) {
-      outputs = model.run(std::span<const TensorView>(group.front()->inputs));
-    } else {
-      int64_t rows = 0;
-      for (const Pending* p : group) rows += p->batch;
-      outputs = model.run(join_inputs(group, rows));
+  serving::BatchRun run = serving::run_parts(model, parts);
+  const uint64_t end = now_ns();
+  for (size_t i = 0; i < group.size(); ++i) {
+    Pending& p = *group[i];
+    const serving::PartOutcome& outcome = run.parts[i];
+    if (outcome.error) {
+      p.error = error_of(outcome.error);
+      continue;
     }
-    auto shared = std::make_shared<const std::vector<HostTensor>>(std::move(outputs));
-    const uint64_t end = now_ns();
-    int64_t row = 0;
-    for (Pending* p : group) {
-      p->outputs = shared;
-      p->first_row = row;
-      row += p->batch;
-      p->compute_start = start;
-      p->compute_end = end;
-    }
-  } catch (...) {
-    const auto failure = std::current_exception();
-    if (group.size() > 1) {
-      // Find the request(s) the failure belongs to; the others still get their answers.
-      for (Pending* p : group) run_group(model, {p});
-      return;
-    }
-    group.front()->error = error_of(failure);
+    p.outputs = outcome.outputs;
+    p.first_row = outcome.first_row;
+    p.compute_start = start;
+    p.compute_end = end;
   }
+  return run.executions;
 }
 
 // The request's rows of each requested output, into Triton's output buffers.
@@ -302,8 +270,9 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   openmp::take_widest_team();
   uint64_t compute_start = 0, compute_end = 0;
   int64_t executed_rows = 0;
+  int executions = 0;
   for (const auto& group : groups) {
-    run_group(model, group);
+    executions += run_group(model, group);
     for (const Pending* p : group) {
       if (p->error) continue;
       if (compute_start == 0) compute_start = p->compute_start;
@@ -313,7 +282,7 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   }
   for (Pending& p : pending) answer(instance, p, batched, exec_start);
   KAAS_TRITON_LOG(VERBOSE, "instance " + instance.name + ": " + std::to_string(count) +
-                               " requests, " + std::to_string(groups.size()) + " executions, " +
+                               " requests, " + std::to_string(executions) + " executions, " +
                                std::to_string(executed_rows) + " rows, widest OpenMP team " +
                                std::to_string(openmp::take_widest_team()) + " (requested " +
                                std::to_string(openmp::requested_team()) + ")");

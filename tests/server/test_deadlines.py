@@ -36,11 +36,15 @@ def statistics(client):
     return s.inference_count, s.execution_count, s.inference_stats.fail.count
 
 
-def failure_metric(server):
+def metric(server, name):
     with urllib.request.urlopen(f"http://{server.host}:{server.metrics_port}/metrics", timeout=30) as r:
         text = r.read().decode()
-    match = re.search(r'nv_inference_request_failure\{[^}]*model="emtrkmichelid"[^}]*\} (\d+)', text)
+    match = re.search(name + r'\{[^}]*model="emtrkmichelid"[^}]*\} (\d+)', text)
     return int(match.group(1)) if match else -1
+
+
+def failure_metric(server):
+    return metric(server, "nv_inference_request_failure")
 
 
 def patches(rng, batch):
@@ -62,7 +66,11 @@ def behind_long_executions(server, rng, what, send_small, expected_failures):
 
     with concurrent.futures.ThreadPoolExecutor(LONG_REQUESTS) as pool:
         longs = [pool.submit(long_request) for _ in range(LONG_REQUESTS)]
-        time.sleep(0.1)  # the long requests are queued or running
+        # Only once the server holds two long requests (one running, one queued at least) do the
+        # others come: they wait behind a whole execution of 1024 patches.
+        waited = time.time() + 60
+        while metric(server, "nv_inference_pending_request_count") < 2 and time.time() < waited:
+            time.sleep(0.005)
         outcomes = send_small()
         long_ok = all(f.result().as_numpy("michel_netout/Sigmoid").shape == (LONG_BATCH, 1) for f in longs)
     deadline = time.time() + 10
