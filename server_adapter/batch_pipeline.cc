@@ -1,5 +1,6 @@
 #include "kaas/server_adapter/batch_pipeline.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kaas/common/error.h"
@@ -43,16 +44,30 @@ std::vector<HostTensor> join_parts(std::span<const BatchPart> parts) {
   return joined;
 }
 
-HostTensor tensor_rows(const HostTensor& t, int64_t first, int64_t rows) {
+bool same_item_shapes(std::span<const int64_t> a, std::span<const int64_t> b) {
+  return !a.empty() && !b.empty() && std::equal(a.begin() + 1, a.end(), b.begin() + 1, b.end());
+}
+
+bool same_item_shapes(std::span<const TensorView> a, std::span<const TensorView> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_item_shapes(a[i].shape, b[i].shape)) return false;
+  return true;
+}
+
+std::span<const std::byte> row_bytes(const HostTensor& t, int64_t first, int64_t rows) {
   if (t.shape.empty() || first < 0 || rows < 0 || first + rows > t.shape[0])
     throw Error(ErrorCode::kInternal, "output '" + t.name + "': rows [" + std::to_string(first) +
                                           ", " + std::to_string(first + rows) + ") outside shape " +
                                           shape_string(t.shape));
-  HostTensor part{t.name, t.dtype, t.shape, {}};
+  const size_t row = t.shape[0] > 0 ? t.bytes.size() / size_t(t.shape[0]) : 0;
+  return std::span(t.bytes).subspan(size_t(first) * row, size_t(rows) * row);
+}
+
+HostTensor tensor_rows(const HostTensor& t, int64_t first, int64_t rows) {
+  const auto bytes = row_bytes(t, first, rows);
+  HostTensor part{t.name, t.dtype, t.shape, {bytes.begin(), bytes.end()}};
   part.shape[0] = rows;
-  const size_t row_bytes = t.shape[0] > 0 ? t.bytes.size() / size_t(t.shape[0]) : 0;
-  const auto begin = t.bytes.begin() + std::ptrdiff_t(size_t(first) * row_bytes);
-  part.bytes.assign(begin, begin + std::ptrdiff_t(size_t(rows) * row_bytes));
   return part;
 }
 

@@ -25,6 +25,10 @@ struct BatchPart {
   int64_t rows = 1;
 };
 
+// Whether two requests' inputs (same order) can be joined: equal shapes past dimension 0.
+bool same_item_shapes(std::span<const int64_t> a, std::span<const int64_t> b);
+bool same_item_shapes(std::span<const TensorView> a, std::span<const TensorView> b);
+
 // Input `input` of the parts joined: its shape, its size, and its bytes written to `out` (which
 // holds joined_bytes). For callers that put the joined bytes elsewhere (a gRPC message).
 std::vector<int64_t> joined_shape(std::span<const BatchPart> parts, size_t input);
@@ -35,7 +39,9 @@ void copy_joined(std::span<const BatchPart> parts, size_t input, std::byte* out)
 // shapes past dimension 0 must agree (checked before, by whoever grouped them).
 std::vector<HostTensor> join_parts(std::span<const BatchPart> parts);
 
-// Rows [first, first + rows) of a batched tensor, as a new tensor.
+// Rows [first, first + rows) of a batched tensor: their bytes in place (kInternal outside the
+// tensor), or as a new tensor.
+std::span<const std::byte> row_bytes(const HostTensor& t, int64_t first, int64_t rows);
 HostTensor tensor_rows(const HostTensor& t, int64_t first, int64_t rows);
 
 // Outputs of a joined execution split into each part's rows (`rows` per part, in order).

@@ -94,11 +94,9 @@ void ModelScheduler::drain() {
 }
 
 bool ModelScheduler::compatible(const Pending& a, const Pending& b) const {
-  for (size_t i = 0; i < a.request.inputs.size(); ++i) {
-    const auto& sa = a.request.inputs[i].shape;
-    const auto& sb = b.request.inputs[i].shape;
-    if (!std::equal(sa.begin() + 1, sa.end(), sb.begin() + 1, sb.end())) return false;
-  }
+  for (size_t i = 0; i < a.request.inputs.size(); ++i)
+    if (!serving::same_item_shapes(a.request.inputs[i].shape, b.request.inputs[i].shape))
+      return false;
   return true;
 }
 

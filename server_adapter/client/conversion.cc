@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/tensor_codec.h"
 
 namespace kaas::client {
@@ -34,7 +35,7 @@ std::vector<int64_t> check_entries(const models::ModelSignature& signature,
     if (joined && e > 0) {
       for (size_t i = 0; i < views.size(); ++i) {
         const auto first = request.entries[0][i].shape, here = request.entries[e][i].shape;
-        require(std::equal(first.begin() + 1, first.end(), here.begin() + 1, here.end()), where,
+        require(serving::same_item_shapes(first, here), where,
                 "entry " + std::to_string(e) + " input '" + signature.inputs[i].name +
                     "' shape after the batch dimension (rectangular mode)",
                 "as entry 0: " + shape_string(first), shape_string(here));

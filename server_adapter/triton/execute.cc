@@ -131,14 +131,6 @@ void read_request(Pending& p, const models::ModelSignature& signature, const std
   }
 }
 
-bool same_item_shapes(const Pending& a, const Pending& b) {
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    const auto sa = a.inputs[i].shape, sb = b.inputs[i].shape;
-    if (!std::equal(sa.begin() + 1, sa.end(), sb.begin() + 1, sb.end())) return false;
-  }
-  return true;
-}
-
 // One group through the batch pipeline (joined, split; re-run alone on failure): each request
 // keeps the rows of the execution it ended in, or its error. Returns the executions it took.
 int run_group(models::Model& model, const std::vector<Pending*>& group) {
@@ -170,12 +162,10 @@ void write_outputs(Pending& p, bool batched, const std::string& model) {
     if (it == p.outputs->end()) fail(ErrorCode::kInternal, model, "no output '" + name + "'");
     const HostTensor& t = *it;
     std::vector<int64_t> shape = t.shape;
-    size_t offset = 0, size = t.bytes.size();
+    std::span<const std::byte> bytes = t.bytes;
     if (batched && !shape.empty()) {
-      const size_t row_bytes = t.shape[0] > 0 ? t.bytes.size() / size_t(t.shape[0]) : 0;
       shape[0] = p.batch;
-      offset = size_t(p.first_row) * row_bytes;
-      size = size_t(p.batch) * row_bytes;
+      bytes = serving::row_bytes(t, p.first_row, p.batch);
     }
     TRITONBACKEND_Output* output = nullptr;
     check(TRITONBACKEND_ResponseOutput(p.response, &output, name.c_str(), to_triton_type(t.dtype),
@@ -184,10 +174,11 @@ void write_outputs(Pending& p, bool batched, const std::string& model) {
     void* buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memory_id = 0;
-    check(TRITONBACKEND_OutputBuffer(output, &buffer, size, &memory, &memory_id), "output buffer");
+    check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes.size(), &memory, &memory_id),
+          "output buffer");
     if (memory == TRITONSERVER_MEMORY_GPU)
       fail(ErrorCode::kUnimplemented, model, "output '" + name + "' was given GPU memory");
-    if (size > 0) std::memcpy(buffer, t.bytes.data() + offset, size);
+    if (!bytes.empty()) std::memcpy(buffer, bytes.data(), bytes.size());
   }
 }
 
@@ -256,7 +247,8 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   int64_t group_rows = 0;
   for (Pending& p : pending) {
     if (p.error) continue;
-    const bool joins = batched && !groups.empty() && same_item_shapes(*groups.back().front(), p) &&
+    const bool joins = batched && !groups.empty() &&
+                       serving::same_item_shapes(groups.back().front()->inputs, p.inputs) &&
                        group_rows + p.batch <= signature.max_batch;
     if (!joins) {
       groups.emplace_back();
