@@ -11,6 +11,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "kaas/server_adapter/batch_pipeline.h"
 #include "kaas/server_adapter/client/conversion.h"
+#include "kaas/server_adapter/client/shared_memory_regions.h"
 #include "kaas/server_adapter/repository_entry.h"
 #include "kaas/server_adapter/tensor_codec.h"
 
@@ -59,35 +60,112 @@ std::string status_text(const grpc::Status& status) {
   return text + ": " + status.error_message();
 }
 
+// Where one request's tensors go in a call's shared memory region: the inputs from `offset` on,
+// then the requested outputs of fixed size (the others come back in the reply).
+struct Placement {
+  const detail::ClientRegion* region = nullptr;
+  size_t offset = 0;
+};
+
+struct OutputSlot {
+  std::string name;
+  size_t offset = 0, capacity = 0;
+};
+
+void set_region(google::protobuf::Map<std::string, inference::InferParameter>& params,
+                const std::string& region, size_t offset, size_t bytes) {
+  params["shared_memory_region"].set_string_param(region);
+  params["shared_memory_offset"].set_int64_param(int64_t(offset));
+  params["shared_memory_byte_size"].set_int64_param(int64_t(bytes));
+}
+
+// Bytes of `rows` rows of a batched output of fixed item shape; 0 when unknown before it runs.
+size_t output_bytes(const models::TensorSpec& spec, int64_t rows, bool batched) {
+  if (!batched || spec.shape.empty()) return 0;
+  size_t items = size_t(rows);
+  for (size_t d = 1; d < spec.shape.size(); ++d) {
+    if (spec.shape[d] < 0) return 0;
+    items *= size_t(spec.shape[d]);
+  }
+  return items * models::element_size(spec.dtype);
+}
+
+// The bytes one request of a call places in shared memory.
+size_t placed_bytes(const CallRequest& call, std::span<const size_t> entries,
+                    const models::ModelSignature& signature) {
+  size_t bytes = 0;
+  int64_t rows = 0;
+  for (size_t e : entries) {
+    rows += e < call.entry_batches.size() ? call.entry_batches[e] : 1;
+    for (const InputRef& in : call.entries[e]) bytes += in.bytes.size();
+  }
+  for (const auto& spec : signature.outputs) {
+    const bool asked = call.options.outputs.empty() ||
+                       std::find(call.options.outputs.begin(), call.options.outputs.end(),
+                                 spec.name) != call.options.outputs.end();
+    if (asked) bytes += output_bytes(spec, rows, signature.max_batch > 0);
+  }
+  return bytes;
+}
+
 // One request of a call: rectangular = every entry joined (by the batch pipeline, straight into
-// the message), ragged = one entry.
+// the message or the shared memory region), ragged = one entry.
 inference::ModelInferRequest make_request(const CallRequest& call, std::span<const size_t> entries,
-                                          const std::string& model, const std::string& version) {
+                                          const std::string& model, const std::string& version,
+                                          const models::ModelSignature& signature,
+                                          const Placement& placement,
+                                          std::vector<OutputSlot>& slots) {
   inference::ModelInferRequest r;
   r.set_model_name(model);
   r.set_model_version(version);
   std::vector<serving::BatchPart> parts;
+  int64_t rows = 0;
   for (size_t e : entries) {
     serving::BatchPart& part = parts.emplace_back();
     for (const InputRef& in : call.entries[e]) part.inputs.push_back(in.view());
     part.rows = e < call.entry_batches.size() ? call.entry_batches[e] : 1;
+    rows += part.rows;
   }
+  size_t offset = placement.offset;
   for (size_t i = 0; i < call.entries.front().size(); ++i) {
     const InputRef& first = call.entries[entries.front()][i];
     auto* in = r.add_inputs();
     in->set_name(first.spec->name);
     in->set_datatype(std::string(models::triton_name(first.spec->dtype)));
     for (int64_t d : serving::joined_shape(parts, i)) in->add_shape(d);
+    const size_t bytes = serving::joined_bytes(parts, i);
+    if (placement.region) {
+      serving::copy_joined(parts, i, placement.region->data() + offset);
+      set_region(*in->mutable_parameters(), placement.region->name(), offset, bytes);
+      offset += bytes;
+      continue;
+    }
     std::string* raw = r.add_raw_input_contents();
-    raw->resize(serving::joined_bytes(parts, i));
+    raw->resize(bytes);
     serving::copy_joined(parts, i, reinterpret_cast<std::byte*>(raw->data()));
   }
-  for (const std::string& name : call.options.outputs) r.add_outputs()->set_name(name);
+  slots.clear();
+  if (!placement.region) {
+    for (const std::string& name : call.options.outputs) r.add_outputs()->set_name(name);
+    return r;
+  }
+  for (const auto& spec : signature.outputs) {
+    const auto& asked = call.options.outputs;
+    if (!asked.empty() && std::find(asked.begin(), asked.end(), spec.name) == asked.end()) continue;
+    auto* out = r.add_outputs();
+    out->set_name(spec.name);
+    const size_t bytes = output_bytes(spec, rows, signature.max_batch > 0);
+    if (bytes == 0) continue;  // size known only after it runs: in the reply
+    set_region(*out->mutable_parameters(), placement.region->name(), offset, bytes);
+    slots.push_back({spec.name, offset, bytes});
+    offset += bytes;
+  }
   return r;
 }
 
-std::vector<HostTensor> outputs_of(const inference::ModelInferResponse& r,
-                                   const std::string& where) {
+std::vector<HostTensor> outputs_of(const inference::ModelInferResponse& r, const std::string& where,
+                                   const detail::ClientRegion* region,
+                                   std::span<const OutputSlot> slots) {
   if (r.raw_output_contents_size() != r.outputs_size())
     throw Error(ErrorCode::kInternal, where + ": the server answered " +
                                           std::to_string(r.outputs_size()) + " outputs with " +
@@ -96,9 +174,21 @@ std::vector<HostTensor> outputs_of(const inference::ModelInferResponse& r,
   std::vector<HostTensor> outputs;
   for (int i = 0; i < r.outputs_size(); ++i) {
     const auto& out = r.outputs(i);
+    std::string_view bytes = r.raw_output_contents(i);
+    const auto slot = std::find_if(slots.begin(), slots.end(),
+                                   [&](const OutputSlot& s) { return s.name == out.name(); });
+    if (region && slot != slots.end()) {
+      const auto size = out.parameters().find("shared_memory_byte_size");
+      const int64_t written = size == out.parameters().end() ? -1 : size->second.int64_param();
+      if (written < 0 || size_t(written) > slot->capacity)
+        throw Error(ErrorCode::kInternal, where + ": output '" + out.name() +
+                                              "' was to come through shared memory, the reply "
+                                              "says " +
+                                              std::to_string(written) + " bytes");
+      bytes = {reinterpret_cast<const char*>(region->data() + slot->offset), size_t(written)};
+    }
     outputs.push_back(server::tensor_from_raw(out.name(), out.datatype(),
-                                              {out.shape().begin(), out.shape().end()},
-                                              r.raw_output_contents(i)));
+                                              {out.shape().begin(), out.shape().end()}, bytes));
   }
   return outputs;
 }
@@ -206,8 +296,39 @@ std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnect
       }
     }
   }
-  return std::unique_ptr<RemoteClient>(
+  std::unique_ptr<RemoteClient> client(
       new RemoteClient(std::move(connection), options, std::move(signature)));
+  if (options.shared_memory) {
+    // Registers through the client's own channel; a server on another node cannot open the key.
+    auto* stub = client->connection_->impl().stub.get();
+    detail::RegionRpcs rpcs;
+    rpcs.add = [stub, where, timeout = options.ready_timeout](
+                   const std::string& name, const std::string& key, size_t bytes) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + timeout);
+      inference::SystemSharedMemoryRegisterRequest request;
+      request.set_name(name);
+      request.set_key(key);
+      request.set_byte_size(bytes);
+      inference::SystemSharedMemoryRegisterResponse response;
+      const auto status = stub->SystemSharedMemoryRegister(&context, request, &response);
+      if (!status.ok())
+        throw Error(ErrorCode::kUnavailable,
+                    where + ": shared memory: the server cannot use this client's region '" + key +
+                        "' (is it on this node?): " + status_text(status));
+    };
+    rpcs.remove = [stub, timeout = options.ready_timeout](const std::string& name) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + timeout);
+      inference::SystemSharedMemoryUnregisterRequest request;
+      request.set_name(name);
+      inference::SystemSharedMemoryUnregisterResponse response;
+      (void)stub->SystemSharedMemoryUnregister(&context, request, &response);
+    };
+    client->regions_ = std::make_unique<detail::RegionPool>(std::move(rpcs));
+    client->regions_->release(client->regions_->acquire(1));  // fails here, not in a call
+  }
+  return client;
 }
 
 RemoteClient::RemoteClient(std::shared_ptr<RemoteConnection> connection,
@@ -345,12 +466,37 @@ InferResult RemoteClient::execute(const CallRequest& request) {
   settings.window = std::max(options_.max_in_flight, 1);
   if (request.options.deadline) settings.deadline = *request.options.deadline;
   settings.gzip = connection_->gzip();
+  // Shared memory: one region for the call, each request at its own offset; back to the pool
+  // afterwards unless the server lost it.
+  std::vector<Placement> placements(groups.size());
+  std::vector<std::vector<OutputSlot>> slots(groups.size());
+  struct Lease {
+    detail::RegionPool* pool = nullptr;
+    std::unique_ptr<detail::ClientRegion> region;
+    bool lost = false;
+    ~Lease() {
+      if (region && !lost) pool->release(std::move(region));
+    }
+  } lease;
+  if (regions_) {
+    std::vector<size_t> offsets;
+    size_t total = 0;
+    for (const auto& group : groups) {
+      offsets.push_back(total);
+      total += placed_bytes(request, group, signature());
+    }
+    lease.pool = regions_.get();
+    lease.region = regions_->acquire(total);
+    for (size_t g = 0; g < groups.size(); ++g) placements[g] = {lease.region.get(), offsets[g]};
+  }
   grpc::Status last_failure;
   for (int attempt = 0;; ++attempt) {
     info.attempts = attempt + 1;
     const auto flights =
         send_flights(*connection_->impl().stub, todo.size(), settings, [&](size_t k) {
-          auto made = make_request(request, groups[todo[k]], options_.model, options_.version);
+          const size_t g = todo[k];
+          auto made = make_request(request, groups[g], options_.model, options_.version,
+                                   signature(), placements[g], slots[g]);
           info.bytes_sent += int64_t(made.ByteSizeLong());
           return made;
         });
@@ -359,7 +505,15 @@ InferResult RemoteClient::execute(const CallRequest& request) {
       const Flight& f = *flights[k];
       if (f.status.ok()) {
         info.bytes_received += int64_t(f.response.ByteSizeLong());
-        answers[todo[k]] = outputs_of(f.response, where);
+        answers[todo[k]] = outputs_of(f.response, where, lease.region.get(), slots[todo[k]]);
+      } else if (lease.region && f.status.error_code() == grpc::StatusCode::NOT_FOUND &&
+                 f.status.error_message().find("shared memory region") != std::string::npos) {
+        lease.lost = true;  // a restarted server: the next call registers a new region
+        throw Error(ErrorCode::kUnavailable,
+                    where +
+                        ": the server no longer knows this client's shared memory region "
+                        "(restarted?): " +
+                        status_text(f.status));
       } else if (retryable(f.status)) {
         again.push_back(todo[k]);
         last_failure = f.status;

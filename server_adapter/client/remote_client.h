@@ -21,6 +21,10 @@
 
 namespace kaas::client {
 
+namespace detail {
+class RegionPool;
+}
+
 struct ConnectionOptions {
   bool gzip = false;              // compress requests (responses come back as the server sends)
   std::string root_certificates;  // PEM; non-empty = TLS
@@ -56,6 +60,10 @@ struct RemoteOptions {
   std::function<std::unique_ptr<InferenceClient>()> fallback;
   int max_in_flight = 8;  // ragged mode: requests outstanding at once per call
   int async_threads = 8;
+  // Same-node server: inputs and outputs through system shared memory (regions this client
+  // creates and registers once, reused by later calls) instead of the gRPC messages. Checked at
+  // creation: a server that cannot open the client's region is kUnavailable there.
+  bool shared_memory = false;
 };
 
 // The server's counters for one model (ModelStatistics), cumulative since it loaded.
@@ -93,6 +101,7 @@ class RemoteClient final : public InferenceClient {
   mutable std::mutex fallback_mutex_;
   std::unique_ptr<InferenceClient> fallback_;
   std::string fallback_reason_;
+  std::unique_ptr<detail::RegionPool> regions_;  // shared_memory: free regions
 };
 
 }  // namespace kaas::client
