@@ -5,7 +5,6 @@
 #include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <vector>
 
 #include "kaas/common/error.h"
@@ -247,45 +246,6 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   add_value_info(graph.mutable_output(), "em_trk_none_netout/Softmax", {-1, 3});
   add_value_info(graph.mutable_output(), "michel_netout/Sigmoid", {-1, 1});
   return model;
-}
-
-void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
-                                  const EmTrkGeneratorOptions& options, int max_batch_size) {
-  namespace fs = std::filesystem;
-  const fs::path dir = repository / name;
-  std::error_code ec;
-  fs::create_directories(dir / "1", ec);
-  if (ec)
-    throw Error(ErrorCode::kInternal,
-                "cannot create " + (dir / "1").string() + ": " + ec.message());
-  const auto model = generate_emtrk_onnx(options);
-  {
-    std::ofstream out(dir / "1" / "model.onnx", std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out)) {
-      throw Error(ErrorCode::kInternal, "cannot write " + (dir / "1" / "model.onnx").string());
-    }
-  }
-  const bool keras = options.style != EmTrkGraphStyle::kPyTorch;
-  std::ostringstream config;
-  config << "# EmTrkMichelId patch CNN ("
-         << (options.weights_dir.empty() ? "kaas-generated weights" : "trained weights")
-         << "). Serves in kaas and in Triton.\n"
-         << "name: \"" << name << "\"\n"
-         << "platform: \"onnxruntime_onnx\"\n"
-         << "max_batch_size: " << max_batch_size << "\n"
-         << "input [\n  {\n    name: \"main_input\"\n    data_type: TYPE_FP32\n"
-         << (keras ? "    format: FORMAT_NHWC\n    dims: [ 48, 48, 1 ]\n"
-                   : "    format: FORMAT_NCHW\n    dims: [ 1, 48, 48 ]\n")
-         << "  }\n]\n"
-         << "output [\n  {\n    name: \"em_trk_none_netout/Softmax\"\n    data_type: TYPE_FP32\n"
-         << "    dims: [ 3 ]\n  },\n  {\n    name: \"michel_netout/Sigmoid\"\n"
-         << "    data_type: TYPE_FP32\n    dims: [ 1 ]\n  }\n]\n"
-         << "dynamic_batching {\n  preferred_batch_size: [ 256 ]\n"
-         << "  max_queue_delay_microseconds: 500\n}\n"
-         << "instance_group [ { count: 1 } ]\n";
-  std::ofstream out(dir / "config.pbtxt", std::ios::trunc);
-  out << config.str();
-  if (!out) throw Error(ErrorCode::kInternal, "cannot write " + (dir / "config.pbtxt").string());
 }
 
 }  // namespace kaas::models

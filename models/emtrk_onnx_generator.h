@@ -38,10 +38,7 @@ struct EmTrkGeneratorOptions {
 // Throws kaas::Error naming the file for a missing, malformed or wrongly shaped weight file.
 onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options = {});
 
-// Writes a Triton-layout repository entry: <repository>/<name>/config.pbtxt and
-// <repository>/<name>/1/model.onnx. Throws kaas::Error on I/O failure.
-void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
-                                  const EmTrkGeneratorOptions& options = {},
-                                  int max_batch_size = 1024);
+// The repository entry around it (config.pbtxt + 1/model.onnx) is written by
+// server_adapter/default_repository.h, which builds the config as a protobuf message.
 
 }  // namespace kaas::models

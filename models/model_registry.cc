@@ -20,9 +20,9 @@ std::mutex& registry_mutex() {
 PreparedModel prepare_onnx(const ModelBuildRequest& request) {
   auto proto = std::make_shared<const onnx::ModelProto>(read_onnx_file(request.model_file));
   const bool batched = onnx_model_is_batched(*proto);
-  int64_t max_batch = request.max_batch_size;
-  if (max_batch == 0 && batched && request.default_max_batch > 0)
-    max_batch = request.default_max_batch;
+  int64_t max_batch = request.max_batch;
+  if (max_batch == 0 && batched && request.auto_complete_max_batch > 0)
+    max_batch = request.auto_complete_max_batch;
   if (batched && max_batch == 0)
     throw Error(ErrorCode::kInvalidArgument,
                 "model '" + request.name +
@@ -37,7 +37,6 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
   options.precision = precision_from_string(request.parameters.text("precision", "fp32"),
                                             "model '" + request.name + "'");
   PreparedModel prepared;
-  prepared.max_batch_size = max_batch;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;
     return make_onnx_model(*proto, backend, options);
@@ -46,9 +45,9 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
 }
 
 void require_unbatched(const ModelBuildRequest& request, const char* why) {
-  if (request.max_batch_size != 0)
+  if (request.max_batch != 0)
     throw Error(ErrorCode::kInvalidArgument, "model '" + request.name + "': max_batch_size is " +
-                                                 std::to_string(request.max_batch_size) + "; " +
+                                                 std::to_string(request.max_batch) + "; " +
                                                  why);
 }
 

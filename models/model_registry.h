@@ -48,10 +48,10 @@ struct ModelBuildRequest {
   std::string name;
   ModelParameters parameters;
   std::filesystem::path model_file;  // <version>/model.onnx (or default_model_filename)
-  // The config's max_batch_size (0: no batch dimension). When 0 and `default_max_batch` > 0,
-  // a kind whose model can batch takes `default_max_batch` instead (Triton's auto-complete).
-  int64_t max_batch_size = 0;
-  int64_t default_max_batch = 0;
+  // The config's max_batch_size (0: no batch dimension). When 0 and `auto_complete_max_batch`
+  // > 0, a kind whose model can batch takes that instead (Triton's default-max-batch-size).
+  int64_t max_batch = 0;
+  int64_t auto_complete_max_batch = 0;
   // Declared input dims (config `input`, without the batch dimension), by name; kinds with
   // variable dimensions may fix them from here (knn's D).
   std::map<std::string, std::vector<int64_t>> input_dims;
@@ -62,7 +62,6 @@ using InstanceFactory = std::function<std::unique_ptr<Model>(const Backend& back
 
 struct PreparedModel {
   InstanceFactory make_instance;
-  int64_t max_batch_size = 0;  // what the instances will have (after the default was applied)
 };
 
 struct ModelKind {

@@ -6,6 +6,9 @@
 //   knn                the built-in kNN model (k = 16)
 
 #include <filesystem>
+#include <string>
+
+#include "kaas/models/emtrk_onnx_generator.h"
 
 namespace kaas::server {
 
@@ -16,10 +19,17 @@ enum class RepositoryFlavor {
   kTriton,
 };
 
+// Writes a Triton-layout entry of the EmTrkMichelId CNN: <repository>/<name>/config.pbtxt
+// (platform onnxruntime_onnx, dynamic batching, preferred batch 256) and
+// <repository>/<name>/1/model.onnx. Throws kaas::Error on I/O failure.
+void write_emtrk_repository_entry(const std::filesystem::path& repository, const std::string& name,
+                                  const models::EmTrkGeneratorOptions& options = {},
+                                  int max_batch = 1024);
+
 // `emtrk_weights`: a directory of trained EmTrkMichelId weights (.npy, see
 // models/emtrk_onnx_generator.h); empty for the deterministic generated ones. Throws kaas::Error
 // on I/O failure or bad weight files.
-void write_default_repository(const std::filesystem::path& root, int max_batch_size = 1024,
+void write_default_repository(const std::filesystem::path& root, int max_batch = 1024,
                               RepositoryFlavor flavor = RepositoryFlavor::kKaasServer,
                               const std::filesystem::path& emtrk_weights = {});
 

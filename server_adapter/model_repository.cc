@@ -56,7 +56,7 @@ std::shared_ptr<ServedModel> ModelRepository::load_model(const std::string& name
   const repository::DynamicBatching& batching = loaded.entry.batching;
   BatchingPolicy policy;
   if (batching.enabled) {
-    policy.dynamic = loaded.instances.front()->signature().max_batch > 0;
+    policy.dynamic = true;  // the scheduler joins requests only when the model has a batch dim
     policy.preferred_sizes = batching.preferred_sizes;
     policy.max_queue_delay = batching.max_queue_delay;
     if (batching.max_queue_size > 0) policy.max_queue_size = batching.max_queue_size;

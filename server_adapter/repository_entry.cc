@@ -202,7 +202,7 @@ RepositoryEntry entry_from_config(inference::ModelConfig config, const std::stri
   models::ModelBuildRequest& build = entry.build;
   build.name = name;
   build.parameters = models::ModelParameters(name, std::move(parameters));
-  build.max_batch_size = config.max_batch_size();
+  build.max_batch = config.max_batch_size();
   for (const auto& in : config.input())
     build.input_dims[in.name()] = std::vector<int64_t>(in.dims().begin(), in.dims().end());
   const std::string file =

@@ -26,7 +26,7 @@
 namespace kaas::server {
 
 struct BatchingPolicy {
-  bool dynamic = false;  // dynamic_batching present (and max_batch > 0)
+  bool dynamic = false;  // dynamic_batching present; joins only for a model with max_batch > 0
   std::vector<int64_t> preferred_sizes;
   std::chrono::microseconds max_queue_delay{0};
   size_t max_queue_size = 4096;                  // requests

@@ -10,6 +10,7 @@
 #include "kaas/common/error.h"
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/npy.h"
+#include "kaas/server_adapter/default_repository.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
                                          : kaas::models::EmTrkGraphStyle::kPyTorch;
     options.seed = seed;
     options.weights_dir = weights_dir;
-    kaas::models::write_emtrk_repository_entry(repository, name, options, max_batch_size);
+    kaas::server::write_emtrk_repository_entry(repository, name, options, max_batch_size);
     std::printf(
         "wrote %s/%s/config.pbtxt and %s/%s/1/model.onnx (%lld parameters, %s)\n",
         repository.c_str(), name.c_str(), repository.c_str(), name.c_str(),

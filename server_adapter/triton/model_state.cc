@@ -92,7 +92,7 @@ ModelState::ModelState(TRITONBACKEND_Model* model, const BackendOptions& options
                                          int64_t(version), version_dir);
   bool auto_complete = false;
   check(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete), "auto-complete flag");
-  if (auto_complete) entry_.build.default_max_batch = options_.default_max_batch;
+  if (auto_complete) entry_.build.auto_complete_max_batch = options_.default_max_batch;
   prepared_ = repository::prepare_entry(entry_);
 
   TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
