@@ -94,14 +94,17 @@ set(KAAS_PUBLIC_HEADERS_kernels
   kernels/softmax.h)
 set(KAAS_PUBLIC_HEADERS_models
   models/knn_model.h models/model.h models/model_registry.h models/npy.h models/tensor.h)
+# Installed as kaas/client/... (the path a consumer includes), from server_adapter/client/.
 set(KAAS_PUBLIC_HEADERS_client
-  server_adapter/client/direct_client.h server_adapter/client/inference_client.h
-  server_adapter/client/remote_client.h)
+  client/direct_client.h client/inference_client.h client/remote_client.h)
 foreach(component ${KAAS_INSTALLED_COMPONENTS})
   foreach(header ${KAAS_PUBLIC_HEADERS_${component}})
     get_filename_component(dir ${header} DIRECTORY)
-    install(FILES ${PROJECT_SOURCE_DIR}/${header}
-            DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas/${dir} COMPONENT devel)
+    set(source ${PROJECT_SOURCE_DIR}/${header})
+    if(component STREQUAL "client")
+      set(source ${PROJECT_SOURCE_DIR}/server_adapter/${header})
+    endif()
+    install(FILES ${source} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kaas/${dir} COMPONENT devel)
   endforeach()
   string(SUBSTRING ${component} 0 1 first)
   string(TOUPPER ${first} first)

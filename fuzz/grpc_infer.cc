@@ -2,7 +2,7 @@
 
 #include "fuzz/fuzz_target.h"
 #include "grpc_service.pb.h"
-#include "kaas/server_adapter/infer_codec.h"
+#include "kaas/server_adapter/server/infer_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inference::ModelInferRequest request;

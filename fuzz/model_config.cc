@@ -2,7 +2,7 @@
 // (first byte odd), then the repository entry kaas derives from it.
 
 #include "fuzz/fuzz_target.h"
-#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/core/repository_entry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

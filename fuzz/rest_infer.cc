@@ -3,7 +3,7 @@
 // Inference-Header-Content-Length header), then binary data; even = the whole rest is JSON.
 
 #include "fuzz/fuzz_target.h"
-#include "kaas/server_adapter/infer_codec.h"
+#include "kaas/server_adapter/server/infer_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

@@ -32,8 +32,8 @@
 #include "kaas/kernels/knn.h"
 #include "kaas/kernels/softmax.h"
 #include "kaas/models/tensor.h"
-#include "kaas/server_adapter/client/direct_client.h"
-#include "kaas/server_adapter/client/remote_client.h"
+#include "kaas/client/direct_client.h"
+#include "kaas/client/remote_client.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

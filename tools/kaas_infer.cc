@@ -13,7 +13,7 @@
 #include "kaas/common/error.h"
 #include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
-#include "kaas/server_adapter/batch_pipeline.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 
 namespace fs = std::filesystem;
 using kaas::models::HostTensor;

@@ -10,7 +10,7 @@
 #include "kaas/common/error.h"
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/npy.h"
-#include "kaas/server_adapter/default_repository.h"
+#include "kaas/server_adapter/core/default_repository.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};

@@ -9,7 +9,7 @@
 
 #include <cstdio>
 
-#include "kaas/server_adapter/default_repository.h"
+#include "kaas/server_adapter/core/default_repository.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-make-repository: generate the default kaas-server model repository"};

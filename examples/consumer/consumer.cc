@@ -9,8 +9,8 @@
 #include <kaas/backends/buffer.h>
 #include <kaas/backends/queue.h>
 #include <kaas/kernels/knn.h>
-#include <kaas/server_adapter/client/direct_client.h>
-#include <kaas/server_adapter/client/remote_client.h>
+#include <kaas/client/direct_client.h>
+#include <kaas/client/remote_client.h>
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "examples/lartpc/reco.h"
-#include "kaas/server_adapter/client/inference_client.h"
+#include "kaas/client/inference_client.h"
 
 namespace kaas::examples {
 

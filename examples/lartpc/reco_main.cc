@@ -23,8 +23,8 @@
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/reco_calls.h"
 #include "kaas/backends/backend.h"
-#include "kaas/server_adapter/client/direct_client.h"
-#include "kaas/server_adapter/client/remote_client.h"
+#include "kaas/client/direct_client.h"
+#include "kaas/client/remote_client.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-#include "kaas/server_adapter/client/conversion.h"
+#include "kaas/client/conversion.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "kaas/server_adapter/batch_pipeline.h"
-#include "kaas/server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
+#include "kaas/server_adapter/core/tensor_codec.h"
 
 namespace kaas::client {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kaas/server_adapter/client/inference_client.h"
+#include "kaas/client/inference_client.h"
 
 namespace kaas::client {
 

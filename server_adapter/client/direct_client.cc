@@ -1,11 +1,11 @@
-#include "kaas/server_adapter/client/direct_client.h"
+#include "kaas/client/direct_client.h"
 
 #include <cstring>
 #include <utility>
 
-#include "kaas/server_adapter/batch_pipeline.h"
-#include "kaas/server_adapter/client/conversion.h"
-#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
+#include "kaas/client/conversion.h"
+#include "kaas/server_adapter/core/repository_entry.h"
 
 namespace kaas::client {
 

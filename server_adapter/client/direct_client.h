@@ -12,7 +12,7 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/models/model.h"
-#include "kaas/server_adapter/client/inference_client.h"
+#include "kaas/client/inference_client.h"
 
 namespace kaas::client {
 

@@ -1,8 +1,8 @@
-#include "kaas/server_adapter/client/inference_client.h"
+#include "kaas/client/inference_client.h"
 
 #include <algorithm>
 
-#include "kaas/server_adapter/client/conversion.h"
+#include "kaas/client/conversion.h"
 
 namespace kaas::client {
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/client/remote_client.h"
+#include "kaas/client/remote_client.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
-#include "kaas/server_adapter/batch_pipeline.h"
-#include "kaas/server_adapter/client/conversion.h"
-#include "kaas/server_adapter/client/shared_memory_regions.h"
-#include "kaas/server_adapter/repository_entry.h"
-#include "kaas/server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
+#include "kaas/client/conversion.h"
+#include "kaas/client/shared_memory_regions.h"
+#include "kaas/server_adapter/core/repository_entry.h"
+#include "kaas/server_adapter/core/tensor_codec.h"
 
 namespace kaas::client {
 

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <string>
 
-#include "kaas/server_adapter/client/inference_client.h"
+#include "kaas/client/inference_client.h"
 
 namespace kaas::client {
 

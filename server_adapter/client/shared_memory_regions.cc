@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/client/shared_memory_regions.h"
+#include "kaas/client/shared_memory_regions.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -8,7 +8,7 @@
 
 #include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/batch_pipeline.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/server_adapter/triton/triton_util.h"
 
 namespace kaas::triton {

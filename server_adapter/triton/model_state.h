@@ -11,7 +11,7 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/models/model.h"
-#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/core/repository_entry.h"
 #include "kaas/server_adapter/triton/triton_api.h"
 
 namespace kaas::triton {

@@ -39,10 +39,10 @@ def main():
     check(sorted(p.name for p in include.iterdir()) == ["kaas"], f"include/ holds only kaas/: {list(include.iterdir())}")
     for needed in ["lib/cmake/kaas/kaasConfig.cmake", "lib/cmake/kaas/kaasConfigVersion.cmake",
                    "lib/pkgconfig/kaas.pc", "include/kaas/kernels/knn.h",
-                   "include/kaas/server_adapter/client/remote_client.h", "bin/kaas-server"]:
+                   "include/kaas/client/remote_client.h", "bin/kaas-server"]:
         check((prefix / needed).exists(), f"installed: {needed}")
     for internal in ["include/kaas/backends/kernel.h", "include/kaas/models/onnx_graph.h",
-                     "include/kaas/models/onnx_ops/op_def.h", "include/kaas/server_adapter/server.h"]:
+                     "include/kaas/models/onnx_ops/op_def.h", "include/kaas/server_adapter/server/server.h"]:
         check(not (prefix / internal).exists(), f"internal header not installed: {internal}")
     # Relocatable: no installed text file names the source or the build tree.
     for root in (args.source_dir.resolve(), args.build_dir.resolve()):

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/batch_pipeline.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 
 namespace kaas::serving {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/shared_memory.h"
+#include "kaas/server_adapter/server/shared_memory.h"
 
 namespace kaas::server {
 namespace {

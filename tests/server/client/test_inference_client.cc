@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "kaas/backends/backend.h"
-#include "kaas/server_adapter/client/direct_client.h"
-#include "kaas/server_adapter/client/remote_client.h"
-#include "kaas/server_adapter/default_repository.h"
-#include "kaas/server_adapter/server.h"
+#include "kaas/client/direct_client.h"
+#include "kaas/client/remote_client.h"
+#include "kaas/server_adapter/core/default_repository.h"
+#include "kaas/server_adapter/server/server.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/boundary_model.h"
+#include "kaas/server_adapter/core/boundary_model.h"
 
 #include <cstring>
 #include <vector>

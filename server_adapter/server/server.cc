@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/server.h"
+#include "kaas/server_adapter/server/server.h"
 
 #include "kaas/backends/backend.h"
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/infer_codec.h"
+#include "kaas/server_adapter/server/infer_codec.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/grpc_frontend.h"
+#include "kaas/server_adapter/server/grpc_frontend.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -12,7 +12,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/infer_codec.h"
+#include "kaas/server_adapter/server/infer_codec.h"
 
 namespace kaas::server {
 

@@ -1,10 +1,10 @@
-#include "kaas/server_adapter/scheduler.h"
+#include "kaas/server_adapter/server/scheduler.h"
 
 #include <algorithm>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/batch_pipeline.h"
-#include "kaas/server_adapter/log.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
+#include "kaas/server_adapter/server/log.h"
 
 namespace kaas::server {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "kaas/build_config.h"
-#include "kaas/server_adapter/memory_trimmer.h"
-#include "kaas/server_adapter/model_repository.h"
-#include "kaas/server_adapter/shared_memory.h"
+#include "kaas/server_adapter/server/memory_trimmer.h"
+#include "kaas/server_adapter/server/model_repository.h"
+#include "kaas/server_adapter/server/shared_memory.h"
 
 namespace kaas::server {
 

@@ -11,8 +11,8 @@
 #include <cstdio>
 
 #include "kaas/backends/backend.h"
-#include "kaas/server_adapter/log.h"
-#include "kaas/server_adapter/server.h"
+#include "kaas/server_adapter/server/log.h"
+#include "kaas/server_adapter/server/server.h"
 
 // Every open connection is a descriptor: the soft limit (often 1024) is raised to the hard one
 // so that idle connections cannot use up what new clients and model files need.

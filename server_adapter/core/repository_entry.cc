@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/core/repository_entry.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/boundary_model.h"
+#include "kaas/server_adapter/core/boundary_model.h"
 
 namespace kaas::repository {
 

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "kaas/server_adapter/http_server.h"
-#include "kaas/server_adapter/server_state.h"
+#include "kaas/server_adapter/server/http_server.h"
+#include "kaas/server_adapter/server/server_state.h"
 
 namespace kaas::server {
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/log.h"
+#include "kaas/server_adapter/server/log.h"
 
 #include <atomic>
 #include <cstdio>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "kaas/models/model.h"
-#include "kaas/server_adapter/stats.h"
+#include "kaas/server_adapter/server/stats.h"
 
 namespace kaas::server {
 

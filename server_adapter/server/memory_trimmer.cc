@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/memory_trimmer.h"
+#include "kaas/server_adapter/server/memory_trimmer.h"
 
 #include <malloc.h>
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/model_repository.h"
+#include "kaas/server_adapter/server/model_repository.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "kaas/server_adapter/metrics.h"
+#include "kaas/server_adapter/server/metrics.h"
 
-#include "kaas/server_adapter/http_server.h"
+#include "kaas/server_adapter/server/http_server.h"
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/http_frontend.h"
+#include "kaas/server_adapter/server/http_frontend.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <openssl/evp.h>
@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/infer_codec.h"
+#include "kaas/server_adapter/server/infer_codec.h"
 
 namespace kaas::server {
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "kaas/backends/backend.h"
-#include "kaas/server_adapter/repository_entry.h"
-#include "kaas/server_adapter/scheduler.h"
-#include "kaas/server_adapter/stats.h"
+#include "kaas/server_adapter/core/repository_entry.h"
+#include "kaas/server_adapter/server/scheduler.h"
+#include "kaas/server_adapter/server/stats.h"
 #include "model_config.pb.h"
 
 namespace kaas::server {

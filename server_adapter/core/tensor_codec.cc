@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/tensor_codec.h"
+#include "kaas/server_adapter/core/tensor_codec.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/shared_memory.h"
+#include "kaas/server_adapter/server/shared_memory.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

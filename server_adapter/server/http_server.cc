@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/http_server.h"
+#include "kaas/server_adapter/server/http_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>

@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "kaas/server_adapter/grpc_frontend.h"
-#include "kaas/server_adapter/http_frontend.h"
-#include "kaas/server_adapter/metrics.h"
-#include "kaas/server_adapter/model_repository.h"
+#include "kaas/server_adapter/server/grpc_frontend.h"
+#include "kaas/server_adapter/server/http_frontend.h"
+#include "kaas/server_adapter/server/metrics.h"
+#include "kaas/server_adapter/server/model_repository.h"
 
 namespace kaas::server {
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/default_repository.h"
+#include "kaas/server_adapter/core/default_repository.h"
 
 #include <google/protobuf/text_format.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kaas/common/error.h"
-#include "kaas/server_adapter/repository_entry.h"
+#include "kaas/server_adapter/core/repository_entry.h"
 
 namespace kaas::server {
 

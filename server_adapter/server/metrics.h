@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "kaas/server_adapter/server_state.h"
+#include "kaas/server_adapter/server/server_state.h"
 
 namespace kaas::server {
 

@@ -1,4 +1,4 @@
-#include "kaas/server_adapter/batch_pipeline.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 
 #include <algorithm>
 #include <cstring>
