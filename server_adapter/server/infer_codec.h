@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "kaas/server_adapter/server/scheduler.h"
-#include "kaas/server_adapter/server/shared_memory.h"
+#include "kaas/server_adapter/core/infer_request.h"
 #include "kaas/server_adapter/core/tensor_codec.h"
+#include "kaas/server_adapter/server/shared_memory.h"
 
 namespace inference {
 class ModelInferRequest;

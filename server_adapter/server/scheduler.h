@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kaas/models/model.h"
+#include "kaas/server_adapter/core/infer_request.h"
 #include "kaas/server_adapter/server/stats.h"
 
 namespace kaas::server {
@@ -33,15 +34,6 @@ struct BatchingPolicy {
   size_t max_queue_bytes = size_t(2) << 30;      // input bytes waiting: memory stays bounded
   std::chrono::microseconds default_timeout{0};  // 0: none
   bool allow_timeout_override = true;
-};
-
-struct InferRequest {
-  std::vector<models::HostTensor> inputs;
-  std::optional<std::chrono::microseconds> timeout;  // queue timeout (the request's parameter)
-  // The client's deadline (gRPC): past it nobody reads the answer.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  // Set by the front end once the client has gone (cancelled, or it stopped waiting).
-  std::shared_ptr<const std::atomic<bool>> abandoned;
 };
 
 class ModelScheduler {
