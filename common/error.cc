@@ -22,6 +22,8 @@ std::string_view to_string(ErrorCode code) {
       return "DEADLINE_EXCEEDED";
     case ErrorCode::kAlreadyExists:
       return "ALREADY_EXISTS";
+    case ErrorCode::kCancelled:
+      return "CANCELLED";
   }
   return "INTERNAL";
 }
@@ -44,6 +46,8 @@ int grpc_status_code(ErrorCode code) {
       return 4;
     case ErrorCode::kAlreadyExists:
       return 6;
+    case ErrorCode::kCancelled:
+      return 1;
   }
   return 13;
 }
@@ -65,6 +69,7 @@ int http_status_code(ErrorCode code) {
     case ErrorCode::kDeadlineExceeded:
       return 504;
     case ErrorCode::kAlreadyExists:
+    case ErrorCode::kCancelled:
       return 400;  // as Triton
   }
   return 500;

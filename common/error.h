@@ -19,6 +19,7 @@ enum class ErrorCode {
   kInternal,           // a bug or a runtime failure (GPU launch error, barrier divergence)
   kDeadlineExceeded,   // the caller's deadline passed before the answer came
   kAlreadyExists,      // a name registered twice (shared-memory regions)
+  kCancelled,          // the client went away (cancelled the call) before the answer came
 };
 
 std::string_view to_string(ErrorCode code);

@@ -25,6 +25,8 @@
 #include "kaas/backends/backend.h"
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/queue.h"
+#include "kaas/client/direct_client.h"
+#include "kaas/client/remote_client.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/activation.h"
 #include "kaas/kernels/conv2d.h"
@@ -32,8 +34,6 @@
 #include "kaas/kernels/knn.h"
 #include "kaas/kernels/softmax.h"
 #include "kaas/models/tensor.h"
-#include "kaas/client/direct_client.h"
-#include "kaas/client/remote_client.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -432,6 +432,7 @@ PyObject* error_type_for(kaas::ErrorCode code) {
     case kaas::ErrorCode::kNotFound:
       return error_types.not_found;
     case kaas::ErrorCode::kUnavailable:
+    case kaas::ErrorCode::kCancelled:
       return error_types.unavailable;
     case kaas::ErrorCode::kDeadlineExceeded:
       return error_types.deadline_exceeded;

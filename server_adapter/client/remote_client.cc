@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "grpc_service.grpc.pb.h"
-#include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/client/conversion.h"
 #include "kaas/client/shared_memory_regions.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/server_adapter/core/repository_entry.h"
 #include "kaas/server_adapter/core/tensor_codec.h"
 
@@ -43,6 +43,8 @@ ErrorCode code_of(grpc::StatusCode code) {
       return ErrorCode::kUnimplemented;
     case grpc::StatusCode::ALREADY_EXISTS:
       return ErrorCode::kAlreadyExists;
+    case grpc::StatusCode::CANCELLED:
+      return ErrorCode::kCancelled;
     default:
       return ErrorCode::kInternal;
   }

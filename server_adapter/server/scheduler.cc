@@ -114,7 +114,7 @@ void ModelScheduler::drop_unwanted(Clock::time_point now) {
       reason.emplace(ErrorCode::kDeadlineExceeded,
                      "model '" + name_ + "': deadline exceeded before execution");
     } else if (request.abandoned && request.abandoned->load()) {
-      reason.emplace(ErrorCode::kUnavailable,
+      reason.emplace(ErrorCode::kCancelled,
                      "model '" + name_ + "': the client went away before execution");
     } else if (bounded && now - (*it)->arrival >= timeout) {
       reason.emplace(ErrorCode::kUnavailable, "model '" + name_ + "': Request timeout expired");

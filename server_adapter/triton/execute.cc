@@ -226,6 +226,7 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   const bool batched = signature.max_batch > 0;
 
   std::vector<Pending> pending(count);
+  int dropped = 0;
   for (uint32_t i = 0; i < count; ++i) {
     Pending& p = pending[i];
     p.request = requests[i];
@@ -233,6 +234,18 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
       p.error = RequestError{ErrorCode::kInternal, TRITONSERVER_ErrorMessage(error)};
       TRITONSERVER_ErrorDelete(error);
       p.response = nullptr;
+      continue;
+    }
+    // A request Triton cancelled (its gRPC client went or its deadline passed) is not run.
+    bool cancelled = false;
+    if (TRITONBACKEND_RequestIsCancelled != nullptr) {
+      if (TRITONSERVER_Error* error = TRITONBACKEND_RequestIsCancelled(p.request, &cancelled))
+        TRITONSERVER_ErrorDelete(error);
+    }
+    if (cancelled) {
+      p.error = RequestError{ErrorCode::kCancelled,
+                             "model '" + name + "': the request was cancelled before execution"};
+      ++dropped;
       continue;
     }
     try {
@@ -277,7 +290,8 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
                                " requests, " + std::to_string(executions) + " executions, " +
                                std::to_string(executed_rows) + " rows, widest OpenMP team " +
                                std::to_string(openmp::take_widest_team()) + " (requested " +
-                               std::to_string(openmp::requested_team()) + ")");
+                               std::to_string(openmp::requested_team()) + "), " +
+                               std::to_string(dropped) + " cancelled before execution");
   if (executed_rows > 0) {
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
             instance.triton, uint64_t(executed_rows), exec_start, compute_start, compute_end,

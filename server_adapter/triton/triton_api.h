@@ -137,6 +137,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInsta
 
 // Requests and inputs.
 TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, const char** id);
+// Since Triton 2.39; weak, so the backend still loads in an older tritonserver (null there).
+TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* request,
+                                                     bool* is_cancelled) __attribute__((weak));
 TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request,
                                                     uint32_t* count);
 TRITONSERVER_Error* TRITONBACKEND_RequestInput(TRITONBACKEND_Request* request, const char* name,

@@ -18,6 +18,8 @@ TRITONSERVER_Error_Code to_triton_code(ErrorCode code) {
       return TRITONSERVER_ERROR_UNSUPPORTED;
     case ErrorCode::kAlreadyExists:
       return TRITONSERVER_ERROR_ALREADY_EXISTS;
+    case ErrorCode::kCancelled:
+      return TRITONSERVER_ERROR_CANCELLED;
     case ErrorCode::kInternal:
       return TRITONSERVER_ERROR_INTERNAL;
   }

@@ -11,6 +11,8 @@
   - a NaN kNN input or a wrong row_splits fails that request alone (400 / INVALID_ARG) while
     concurrent good requests succeed;
   - a model with a bad parameter fails to load naming it, the others keep serving;
+  - batch-1 requests whose gRPC deadline passes while queued are not executed (the backend
+    checks Triton's cancellation);
   - explicit unload / load; instance_group count 2 runs both instances correctly; 64 concurrent
     clients with 0 failures; SIGTERM shuts down cleanly.
 
@@ -312,6 +314,33 @@ def run(triton, kaas, repo, tmp, args):
     check(all(two), "instance_group count 2: 16 concurrent requests correct")
     check("instance emtrk_two_0_0:" in log and "instance emtrk_two_0_1:" in log,
           "instance_group count 2: both instances executed")
+
+    # Deadlines: batch-1 requests whose 50 ms gRPC deadline passes while they wait behind three
+    # 1024-patch executions are cancelled by Triton and not run by the backend (before the
+    # backend checked TRITONBACKEND_RequestIsCancelled, all 8 ran).
+    def emtrk_stats():
+        m = tg.get_inference_statistics(EMTRK).model_stats[0]
+        return m.inference_count, m.execution_count, m.inference_stats.fail.count
+
+    def one(x, **kwargs):
+        try:
+            infer(grpcclient.InferenceServerClient(triton.grpc_url), grpcclient, EMTRK, {"main_input": x}, **kwargs)
+            return "OK"
+        except InferenceServerException as e:
+            return str(e.status())
+
+    before = emtrk_stats()
+    big = rng.uniform(-5, 15, size=(1024, 48, 48, 1)).astype(np.float32)
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        longs = [pool.submit(one, big) for _ in range(3)]
+        time.sleep(0.3)  # the long requests are in Triton's queue or running
+        smalls = [pool.submit(one, big[:1], client_timeout=0.05) for _ in range(8)]
+        answers = [f.result() for f in longs], sorted({f.result() for f in smalls})
+    time.sleep(1)
+    inferences, executions, fails = (a - b for a, b in zip(emtrk_stats(), before))
+    check(answers[0] == ["OK"] * 3 and inferences == 3072 and executions == 3 and fails == 8,
+          f"Triton: 8 requests past their 50 ms deadline ({answers[1]}) not executed: "
+          f"{inferences} patches in {executions} executions, {fails} failures")
 
     # Explicit unload / load.
     status, _ = http_post(triton.http_url, "/v2/repository/models/knn/unload")
