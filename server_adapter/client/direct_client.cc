@@ -3,8 +3,8 @@
 #include <cstring>
 #include <utility>
 
-#include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/client/conversion.h"
+#include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/server_adapter/core/repository_entry.h"
 
 namespace kaas::client {

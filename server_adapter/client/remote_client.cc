@@ -180,8 +180,17 @@ std::vector<HostTensor> outputs_of(const inference::ModelInferResponse& r, const
     const auto slot = std::find_if(slots.begin(), slots.end(),
                                    [&](const OutputSlot& s) { return s.name == out.name(); });
     if (region && slot != slots.end()) {
+      // The size the server wrote (int64 or uint64 parameter); else the shape's.
       const auto size = out.parameters().find("shared_memory_byte_size");
-      const int64_t written = size == out.parameters().end() ? -1 : size->second.int64_param();
+      int64_t written = -1;
+      if (size != out.parameters().end()) {
+        written = size->second.parameter_choice_case() == inference::InferParameter::kUint64Param
+                      ? int64_t(std::min<uint64_t>(size->second.uint64_param(), INT64_MAX))
+                      : size->second.int64_param();
+      } else if (const auto dtype = models::data_type_from_triton(out.datatype())) {
+        const std::vector<int64_t> shape(out.shape().begin(), out.shape().end());
+        written = models::element_count(shape) * int64_t(models::element_size(*dtype));
+      }
       if (written < 0 || size_t(written) > slot->capacity)
         throw Error(ErrorCode::kInternal, where + ": output '" + out.name() +
                                               "' was to come through shared memory, the reply "
@@ -505,6 +514,9 @@ InferResult RemoteClient::execute(const CallRequest& request) {
     std::vector<size_t> again;
     for (size_t k = 0; k < todo.size(); ++k) {
       const Flight& f = *flights[k];
+      // A request that ended without its answer may still be written by the server later:
+      // its region must not serve another call.
+      if (!f.status.ok()) lease.lost = true;
       if (f.status.ok()) {
         info.bytes_received += int64_t(f.response.ByteSizeLong());
         answers[todo[k]] = outputs_of(f.response, where, lease.region.get(), slots[todo[k]]);

@@ -102,12 +102,14 @@ namespace {
 void run_once(models::Model& model, std::span<const BatchPart> parts, std::span<PartOutcome> out,
               BatchRun& run) {
   const auto start = Clock::now();
-  std::vector<HostTensor> joined;
-  if (parts.size() > 1) joined = join_parts(parts);
-  const auto gathered = Clock::now();
-  run.join += gathered - start;
+  auto gathered = start;
   ++run.executions;
   try {
+    // Joining allocates (up to the whole queue's bytes): its failure is the parts' error too.
+    std::vector<HostTensor> joined;
+    if (parts.size() > 1) joined = join_parts(parts);
+    gathered = Clock::now();
+    run.join += gathered - start;
     auto outputs = parts.size() > 1 ? model.run(joined) : model.run(parts.front().inputs);
     auto shared = std::make_shared<std::vector<HostTensor>>(std::move(outputs));
     int64_t row = 0;

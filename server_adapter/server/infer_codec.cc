@@ -162,6 +162,12 @@ HostTensor tensor_from_slice(const std::string& name, std::string_view datatype,
                 std::to_string(slice.byte_size()) + " disagrees with shape " +
                 models::shape_string(shape) + " " + std::string(datatype) + ", which needs " +
                 std::to_string(expected) + " bytes");
+  // As much as a gRPC message may carry: a region is no licence to make the server allocate
+  // what the client's sparse object only pretends to hold.
+  if (expected > size_t(INT32_MAX))
+    bad_request("input '" + escape_for_message(name) + "': " + std::to_string(expected) +
+                " bytes from shared memory exceed the " + std::to_string(INT32_MAX) +
+                " bytes a tensor may carry");
   HostTensor t{name, dtype, std::move(shape), {}};
   t.bytes.resize(expected);
   if (expected > 0) slice.read(t.bytes.data());

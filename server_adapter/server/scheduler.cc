@@ -13,7 +13,7 @@ using models::HostTensor;
 
 namespace {
 
-// Queue timeouts at or above this (about 290 years) are treated as no timeout.
+// Queue timeouts at or above this (about 106 days) are treated as no timeout.
 constexpr auto kLongestTimeout =
     std::chrono::duration_cast<std::chrono::microseconds>(Clock::duration::max()) / 1000;
 
@@ -207,8 +207,14 @@ void ModelScheduler::execute(models::Model& model, std::vector<std::unique_ptr<P
   serving::BatchRun run = serving::run_parts(model, parts);
   const auto computed = Clock::now();
   std::vector<std::vector<HostTensor>> per_request(batch.size());
-  for (size_t r = 0; r < batch.size(); ++r)
-    if (!run.parts[r].error) per_request[r] = run.parts[r].take();
+  for (size_t r = 0; r < batch.size(); ++r) {
+    if (run.parts[r].error) continue;
+    try {  // a model whose outputs lack the batch rows fails its requests, not the worker
+      per_request[r] = run.parts[r].take();
+    } catch (...) {
+      run.parts[r].error = std::current_exception();
+    }
+  }
   const auto end = Clock::now();
   const auto ns = [](auto d) {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());

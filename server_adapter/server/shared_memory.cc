@@ -41,7 +41,6 @@ class SharedMemoryRegion {
  public:
   SharedMemoryRegion(RegionStatus status) : status_(std::move(status)) {}
   ~SharedMemoryRegion() {
-    if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
     if (fd_ >= 0) close(fd_);
     if (device_ != nullptr) cuda_->close_ipc_memory(device_);
   }
@@ -50,7 +49,7 @@ class SharedMemoryRegion {
 
   const RegionStatus& status() const { return status_; }
 
-  void map_system() {
+  void open_system() {
     const std::string& key = status_.key;
     if (key.size() < 2 || key.size() > NAME_MAX || key[0] != '/' ||
         key.find('/', 1) != std::string::npos)
@@ -69,32 +68,28 @@ class SharedMemoryRegion {
                                             " + byte_size " + std::to_string(status_.byte_size) +
                                             " exceeds the " + std::to_string(object_bytes) +
                                             " bytes of key " + quoted(key));
-    const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-    const uint64_t start = status_.offset / page * page;
-    mapping_bytes_ = size_t(status_.offset - start + status_.byte_size);
-    void* p = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off_t(start));
-    if (p == MAP_FAILED)
-      fail(ErrorCode::kInternal, "system shared memory region " + quoted(status_.name) +
-                                     ": mmap of key " + quoted(key) +
-                                     " failed: " + std::strerror(errno));
-    mapping_ = p;
-    host_ = static_cast<std::byte*>(p) + (status_.offset - start);
   }
 
-  void map_cuda(const Backend& cuda, std::span<const std::byte> handle) {
+  void open_cuda(const Backend& cuda, std::span<const std::byte> handle) {
     device_ = static_cast<std::byte*>(cuda.open_ipc_memory(handle, int(status_.device_id)));
     cuda_ = &cuda;
   }
 
-  // Bytes [offset, offset + n) of the region, checked by the caller.
+  // Bytes [offset, offset + n) of the region, checked by the caller. System shared memory is
+  // read and written with pread / pwrite, not through a mapping: a client that shrinks its
+  // object after registering gets a short read (an error) where a mapping would fault (SIGBUS).
   void read(uint64_t offset, std::byte* out, size_t n) const {
     if (device_ != nullptr) {
       cuda_->copy(out, device_ + offset, n, CopyKind::kDeviceToHost, nullptr);
       cuda_->synchronize(nullptr);
       return;
     }
-    check_still_mapped(offset + n);
-    std::memcpy(out, host_ + offset, n);
+    for (size_t done = 0; done < n;) {
+      const ssize_t got = pread(fd_, out + done, n - done, off_t(status_.offset + offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) io_failure(got == 0);
+      done += size_t(got);
+    }
   }
   void write(uint64_t offset, const std::byte* bytes, size_t n) const {
     if (device_ != nullptr) {
@@ -102,8 +97,15 @@ class SharedMemoryRegion {
       cuda_->synchronize(nullptr);
       return;
     }
-    check_still_mapped(offset + n);
-    std::memcpy(host_ + offset, bytes, n);
+    // pwrite past the end would grow the client's object: refuse a shrunk one first.
+    if (object_size() < status_.offset + offset + n) io_failure(true);
+    for (size_t done = 0; done < n;) {
+      const ssize_t put =
+          pwrite(fd_, bytes + done, n - done, off_t(status_.offset + offset + done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) io_failure(false);
+      done += size_t(put);
+    }
   }
 
  private:
@@ -114,20 +116,18 @@ class SharedMemoryRegion {
                                      ": fstat failed: " + std::strerror(errno));
     return uint64_t(st.st_size);
   }
-  // A client that shrinks its object after registering would make the copy fault (SIGBUS):
-  // the object must still cover what is touched.
-  void check_still_mapped(uint64_t end_in_region) const {
-    if (object_size() < status_.offset + end_in_region)
+  [[noreturn]] void io_failure(bool truncated) const {
+    if (truncated)
       fail(ErrorCode::kInvalidArgument, "system shared memory region " + quoted(status_.name) +
                                             ": key " + quoted(status_.key) +
                                             " was truncated below the registered size");
+    fail(ErrorCode::kInternal, "system shared memory region " + quoted(status_.name) +
+                                   ": I/O on key " + quoted(status_.key) +
+                                   " failed: " + std::strerror(errno));
   }
 
   RegionStatus status_;
   int fd_ = -1;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
-  std::byte* host_ = nullptr;
   std::byte* device_ = nullptr;
   const Backend* cuda_ = nullptr;
 };
@@ -179,7 +179,7 @@ void SharedMemoryRegistry::register_system(const std::string& name, const std::s
   }
   auto region = std::make_shared<SharedMemoryRegion>(
       RegionStatus{name, RegionKind::kSystem, key, offset, -1, byte_size});
-  region->map_system();
+  region->open_system();
   add(std::move(region));
 }
 
@@ -201,7 +201,7 @@ void SharedMemoryRegistry::register_cuda(const std::string& name,
   if (byte_size == 0) fail(ErrorCode::kInvalidArgument, where + ": byte_size must be > 0");
   auto region = std::make_shared<SharedMemoryRegion>(
       RegionStatus{name, RegionKind::kCuda, "", 0, device_id, byte_size});
-  region->map_cuda(*cuda_, raw_handle);
+  region->open_cuda(*cuda_, raw_handle);
   add(std::move(region));
 }
 

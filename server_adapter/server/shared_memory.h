@@ -36,7 +36,7 @@ struct RegionStatus {
 class SharedMemoryRegion;
 
 // Where a tensor lives: `bytes` of a registered region. Holding it keeps the region registered
-// (unregister is refused) and mapped.
+// (unregister is refused) and open.
 class RegionSlice {
  public:
   RegionSlice(std::shared_ptr<SharedMemoryRegion> region, uint64_t offset, uint64_t byte_size);

@@ -277,7 +277,11 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   int64_t executed_rows = 0;
   int executions = 0;
   for (const auto& group : groups) {
-    executions += run_group(model, group);
+    try {
+      executions += run_group(model, group);
+    } catch (...) {  // every request is still answered and released below
+      for (Pending* p : group) p->error = error_of(std::current_exception());
+    }
     for (const Pending* p : group) {
       if (p->error) continue;
       if (compute_start == 0) compute_start = p->compute_start;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -116,6 +117,25 @@ TEST(SharedMemoryRegistry, ARegionInUseIsNotUnregistered) {
   EXPECT_TRUE(registry.status(RegionKind::kSystem, "").empty());
   EXPECT_NO_THROW(registry.unregister(RegionKind::kSystem, "never-registered"));
   EXPECT_EQ(code_of([&] { registry.status(RegionKind::kSystem, "a"); }), ErrorCode::kNotFound);
+}
+
+// Read and written with pread / pwrite: an object shrunk after registration is an error, never
+// a fault, and is not grown back by a write.
+TEST(SharedMemoryRegistry, AnObjectTruncatedAfterRegistrationIsAnError) {
+  ShmObject object(8192);
+  SharedMemoryRegistry registry(nullptr);
+  registry.register_system("r", object.key(), 4096, 4096);
+  const RegionSlice slice = registry.slice({"r", 0, 4096}, "t");
+  const int fd = shm_open(object.key().c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 5000), 0);
+  std::vector<std::byte> bytes(4096);
+  EXPECT_EQ(code_of([&] { slice.read(bytes.data()); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { slice.write(bytes); }), ErrorCode::kInvalidArgument);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_size, 5000);
+  close(fd);
 }
 
 TEST(SharedMemoryRegistry, CudaRegionsNeedACudaBuild) {
