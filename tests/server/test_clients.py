@@ -212,6 +212,9 @@ def run(server, repo, tmp, args):
     clients = [grpcclient.InferenceServerClient(server.grpc_url) for _ in range(8)]
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(grpc_infer, clients[i % 8], patches) for i in range(64)]
+        # Signal only once requests are flowing: on a slow machine the signal could otherwise
+        # arrive before the first request and the check below would test nothing.
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_COMPLETED)
         server.process.send_signal(15)
         answered = refused = 0
         for f in futures:
