@@ -90,6 +90,7 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
 void ModelScheduler::drain() {
   std::unique_lock lock(mutex_);
   accepting_ = false;
+  wake_.notify_all();  // a worker gathering a batch runs what it has now
   drained_.wait(lock, [this] { return queue_.empty() && executing_ == 0; });
 }
 
