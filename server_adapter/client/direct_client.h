@@ -11,8 +11,8 @@
 #include <mutex>
 
 #include "kaas/backends/backend.h"
-#include "kaas/models/model.h"
 #include "kaas/client/inference_client.h"
+#include "kaas/models/model.h"
 
 namespace kaas::client {
 

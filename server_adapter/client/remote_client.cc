@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "grpc_service.grpc.pb.h"
 #include "kaas/client/conversion.h"
+#include "kaas/client/server_addresses.h"
 #include "kaas/client/shared_memory_regions.h"
 #include "kaas/server_adapter/core/batch_pipeline.h"
 #include "kaas/server_adapter/core/repository_entry.h"
@@ -17,14 +20,39 @@
 
 namespace kaas::client {
 
+// The balanced channel (round robin over health-checked servers) and how to probe (a fresh
+// channel to the first reachable server, no health checking). A channel whose servers all died
+// was seen here not to reach them again for many seconds after they returned (health-check
+// retries back off up to 2 minutes; reconnects were reset), so once a probe finds a server ready
+// a balanced channel that is not READY is replaced by a fresh one; replaced stubs stay alive for
+// callers still holding them.
 struct RemoteConnection::Impl {
+  using Stub = inference::GRPCInferenceService::Stub;
+  std::function<std::shared_ptr<grpc::Channel>()> make_balanced, make_probe;
+
+  std::shared_ptr<Stub> stub() const {
+    std::lock_guard lock(mutex);
+    return balanced;
+  }
+  void renew_unless_ready() {
+    std::lock_guard lock(mutex);
+    if (channel && channel->GetState(false) == GRPC_CHANNEL_READY) return;
+    if (balanced) retired.push_back(balanced);
+    channel = make_balanced();
+    balanced = inference::GRPCInferenceService::NewStub(channel);
+  }
+
+ private:
+  mutable std::mutex mutex;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  std::shared_ptr<Stub> balanced;
+  std::vector<std::shared_ptr<Stub>> retired;
 };
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
 
 ErrorCode code_of(grpc::StatusCode code) {
   switch (code) {
@@ -235,27 +263,37 @@ Response model_rpc(inference::GRPCInferenceService::Stub& stub, Method method,
 
 std::shared_ptr<RemoteConnection> RemoteConnection::connect(const std::string& url,
                                                             const ConnectionOptions& options) {
-  if (url.empty()) throw Error(ErrorCode::kInvalidArgument, "server address is empty");
+  const detail::ChannelTarget target = detail::channel_target(url);
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);  // no config from DNS TXT records
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
   // The client's retry policy decides how long to keep trying; reconnect promptly once the
   // server is back instead of gRPC's default backoff of up to 2 minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!options.root_certificates.empty()) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options.root_certificates;
     credentials = grpc::SslCredentials(ssl);
+    // A resolved list dials addresses: certificates are checked against the first host named.
+    if (!target.tls_name.empty()) args.SetSslTargetNameOverride(target.tls_name);
   }
   std::shared_ptr<RemoteConnection> connection(new RemoteConnection());
   connection->url_ = url;
   connection->gzip_ = options.gzip;
   connection->impl_ = std::make_unique<Impl>();
-  connection->impl_->channel = grpc::CreateCustomChannel(url, credentials, args);
-  connection->impl_->stub = inference::GRPCInferenceService::NewStub(connection->impl_->channel);
+  auto& impl = *connection->impl_;
+  impl.make_probe = [target = target.target, credentials, args] {
+    return grpc::CreateCustomChannel(target, credentials, args);
+  };
+  // Balanced per request over the servers grpc.health.v1 calls SERVING.
+  args.SetServiceConfigJSON(detail::balanced_service_config());
+  impl.make_balanced = [target = target.target, credentials, args] {
+    return grpc::CreateCustomChannel(target, credentials, args);
+  };
+  impl.renew_unless_ready();
   return connection;
 }
 
@@ -271,7 +309,8 @@ std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnect
                                                    const RemoteOptions& options) {
   repository::check_model_name(options.model);
   const std::string where = "model '" + options.model + "' at " + connection->url();
-  auto& stub = *connection->impl().stub;
+  const auto stub_held = connection->impl().stub();
+  auto& stub = *stub_held;
   const auto deadline = std::chrono::system_clock::now() + options.ready_timeout;
   {
     grpc::ClientContext context;
@@ -311,7 +350,7 @@ std::unique_ptr<RemoteClient> RemoteClient::create(std::shared_ptr<RemoteConnect
       new RemoteClient(std::move(connection), options, std::move(signature)));
   if (options.shared_memory) {
     // Registers through the client's own channel; a server on another node cannot open the key.
-    auto* stub = client->connection_->impl().stub.get();
+    auto* stub = client->connection_->impl().stub().get();  // kept alive by the connection
     detail::RegionRpcs rpcs;
     rpcs.add = [stub, where, timeout = options.ready_timeout](
                    const std::string& name, const std::string& key, size_t bytes) {
@@ -364,7 +403,7 @@ ServerStatistics RemoteClient::statistics() const {
   using Stub = inference::GRPCInferenceService::Stub;
   const auto response =
       model_rpc<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
-          *connection_->impl().stub, &Stub::ModelStatistics, options_,
+          *connection_->impl().stub(), &Stub::ModelStatistics, options_,
           std::chrono::system_clock::now() + options_.ready_timeout,
           "statistics of model '" + options_.model + "'");
   ServerStatistics s;
@@ -466,7 +505,7 @@ std::vector<std::unique_ptr<Flight>> send_flights(
 InferResult RemoteClient::execute(const CallRequest& request) {
   const auto start = Clock::now();
   CallInfo info;
-  if (on_fallback_) return run_on_fallback(request, info, "", start);
+  if (on_fallback_ && !servers_back()) return run_on_fallback(request, info, "", start);
   const std::string where = "model '" + options_.model + "' at " + connection_->url();
   const bool joined = batch_mode() == BatchMode::kRectangular;
   const std::vector<std::vector<size_t>> groups = request_groups(request.entries.size(), joined);
@@ -504,7 +543,7 @@ InferResult RemoteClient::execute(const CallRequest& request) {
   for (int attempt = 0;; ++attempt) {
     info.attempts = attempt + 1;
     const auto flights =
-        send_flights(*connection_->impl().stub, todo.size(), settings, [&](size_t k) {
+        send_flights(*connection_->impl().stub(), todo.size(), settings, [&](size_t k) {
           const size_t g = todo[k];
           auto made = make_request(request, groups[g], options_.model, options_.version,
                                    signature(), placements[g], slots[g]);
@@ -560,6 +599,29 @@ InferResult RemoteClient::execute(const CallRequest& request) {
   return InferResult(std::move(per_entry), info);
 }
 
+bool RemoteClient::servers_back() {
+  const int64_t now = Clock::now().time_since_epoch().count();
+  int64_t due = next_probe_ns_.load();
+  const int64_t interval = std::chrono::nanoseconds(options_.probe_interval).count();
+  // One caller probes per interval; the others stay on the fallback meanwhile.
+  if (now < due || !next_probe_ns_.compare_exchange_strong(due, now + interval)) return false;
+  try {
+    using Stub = inference::GRPCInferenceService::Stub;
+    const auto wait = std::min<std::chrono::milliseconds>(options_.probe_interval, 500ms);
+    const auto ready = model_rpc<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+        *inference::GRPCInferenceService::NewStub(connection_->impl().make_probe()),
+        &Stub::ModelReady, options_, std::chrono::system_clock::now() + wait, "probe");
+    if (!ready.ready()) return false;
+  } catch (const Error&) {
+    return false;
+  }
+  connection_->impl().renew_unless_ready();
+  on_fallback_ = false;
+  std::lock_guard lock(fallback_mutex_);
+  fallback_reason_.clear();
+  return true;
+}
+
 std::string RemoteClient::fallback_reason() const {
   std::lock_guard lock(fallback_mutex_);
   return fallback_reason_;
@@ -586,11 +648,12 @@ InferResult RemoteClient::run_on_fallback(const CallRequest& request, const Call
                     why + "; the fallback (" + made->describe() +
                         ") does not serve the same inputs and outputs");
       fallback_ = std::move(made);
-      fallback_reason_ = why;
     }
+    if (!why.empty()) fallback_reason_ = why;
     fallback = fallback_.get();
   }
-  on_fallback_ = true;
+  if (!on_fallback_.exchange(true))  // just switched: the servers get a probe interval to return
+    next_probe_ns_ = (Clock::now() + options_.probe_interval).time_since_epoch().count();
   CallRequest local = request;
   local.entry_batches =
       check_entries(fallback->signature(), local, fallback->batch_mode(), model_name());

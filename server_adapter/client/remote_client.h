@@ -6,8 +6,12 @@
 //  - messages up to INT32_MAX bytes; optional gzip request compression;
 //  - every request carries the call's deadline; UNAVAILABLE and DEADLINE_EXCEEDED answers are
 //    retried with exponential backoff (other errors are the request's fault and are not);
+//  - the address may name several servers ("h1:p,h2:p", or a DNS name with several addresses):
+//    requests are balanced round robin over those whose grpc.health.v1 status is SERVING, and a
+//    retry goes to the next one, so a failed or draining server costs a retry, not the call;
 //  - when every attempt failed and a fallback is configured (typically a DirectClient on the
-//    same repository), the call and every later one run on the fallback;
+//    same repository), the call and later ones run on the fallback; every probe_interval a call
+//    first asks the servers whether the model is ready, and goes back to them when it is;
 //  - rectangular mode sends one request with the entries joined; ragged mode one request per
 //    entry, up to max_in_flight outstanding at once on the shared channel.
 
@@ -58,6 +62,7 @@ struct RemoteOptions {
   std::chrono::milliseconds max_backoff{2'000};
   // Made when every attempt of a call has failed; it must serve the same model signature.
   std::function<std::unique_ptr<InferenceClient>()> fallback;
+  std::chrono::milliseconds probe_interval{1'000};  // on the fallback: how often to ask again
   int max_in_flight = 8;  // ragged mode: requests outstanding at once per call
   int async_threads = 8;
   // Same-node server: inputs and outputs through system shared memory (regions this client
@@ -92,6 +97,8 @@ class RemoteClient final : public InferenceClient {
  private:
   RemoteClient(std::shared_ptr<RemoteConnection> connection, const RemoteOptions& options,
                models::ModelSignature signature);
+  // On the fallback: true once a probe finds the model ready on a server again.
+  bool servers_back();
   InferResult run_on_fallback(const CallRequest& request, const CallInfo& info,
                               const std::string& why, std::chrono::steady_clock::time_point start);
 
@@ -101,6 +108,7 @@ class RemoteClient final : public InferenceClient {
   mutable std::mutex fallback_mutex_;
   std::unique_ptr<InferenceClient> fallback_;
   std::string fallback_reason_;
+  std::atomic<int64_t> next_probe_ns_{0};        // steady clock
   std::unique_ptr<detail::RegionPool> regions_;  // shared_memory: free regions
 };
 

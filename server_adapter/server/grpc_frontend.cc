@@ -133,8 +133,8 @@ class Service final : public inference::GRPCInferenceService::Service {
                     inference::ModelInferResponse* r) override {
     const MemoryTrimmer::Scope trim_after(state_.memory_trimmer, int64_t(q->ByteSizeLong()));
     return guarded([&] {
-      if (!state_.ready.load())
-        throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
+      if (!state_.accepting.load())
+        throw Error(ErrorCode::kUnavailable, "the server is shutting down");
       const auto model = state_.repository->get(q->model_name(), q->model_version());
       DecodedInfer decoded = decode_grpc_infer(*q, state_.shared_memory);
       // Unknown requested outputs fail before the request is queued.

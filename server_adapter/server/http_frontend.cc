@@ -220,8 +220,8 @@ struct HttpFrontend::Impl {
   }
 
   HttpResponse infer(const HttpRequest& req, const Groups& g) {
-    if (!state.ready.load())
-      throw Error(ErrorCode::kUnavailable, "the server is not ready (shutting down)");
+    if (!state.accepting.load())
+      throw Error(ErrorCode::kUnavailable, "the server is shutting down");
     MemoryTrimmer::Scope trim_after(state.memory_trimmer, int64_t(req.body.size()));
     const auto model = model_of(g);
     const std::string body = decoded_body(req);

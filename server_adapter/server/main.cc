@@ -1,6 +1,7 @@
 // kaas-server: serves a Triton-layout model repository over KServe v2 gRPC and REST, with
-// Prometheus metrics. SIGTERM / SIGINT: not ready, stop accepting, answer every accepted
-// request, exit 0.
+// Prometheus metrics. SIGTERM / SIGINT: not ready (health NOT_SERVING) but still serving for
+// --drain-seconds, then stop accepting, answer every accepted request, exit 0. A second signal
+// exits at once (status 1).
 
 #include <CLI/CLI.hpp>
 
@@ -9,6 +10,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "kaas/backends/backend.h"
 #include "kaas/server_adapter/server/log.h"
@@ -44,6 +47,12 @@ int main(int argc, char** argv) {
                  "OMP_NUM_THREADS or the cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  double drain_seconds = 0;
+  app.add_option("--drain-seconds", drain_seconds,
+                 "after SIGTERM/SIGINT: seconds to report not ready (grpc.health.v1 NOT_SERVING) "
+                 "while still serving, so balancers and clients move away before it stops")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   int log_verbose = 0;
   app.add_option("--log-verbose", log_verbose,
                  "1: also log what happens to single requests (drops before execution, why)")
@@ -126,7 +135,20 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     int received = 0;
     sigwait(&signals, &received);
-    std::printf("kaas-server: signal %d: draining and stopping\n", received);
+    std::printf("kaas-server: signal %d: not ready, serving for %g s more, then stopping\n",
+                received, drain_seconds);
+    std::fflush(stdout);
+    // A second signal ends the process at once, whatever the drain is waiting for.
+    std::thread([signals] {
+      int again = 0;
+      sigwait(&signals, &again);
+      std::printf("kaas-server: signal %d again: exiting now\n", again);
+      std::fflush(stdout);
+      std::_Exit(1);
+    }).detach();
+    server.begin_drain();
+    std::this_thread::sleep_for(std::chrono::duration<double>(drain_seconds));
+    std::printf("kaas-server: drain over: answering what is in flight, then exiting\n");
     std::fflush(stdout);
     server.shutdown();
   } catch (const std::exception& e) {

@@ -36,8 +36,14 @@ Server::Server(const ServerOptions& options) {
   http.tls_key_file = options.tls_key_file;
   http_ = std::make_unique<HttpFrontend>(state_, http);
   metrics_ = std::make_unique<MetricsEndpoint>(state_, options.host, options.metrics_port);
+  state_.accepting = true;
   state_.ready = true;
   grpc_->set_serving(true);
+}
+
+void Server::begin_drain() {
+  state_.ready = false;  // ready probes and health watchers see it; inference still served
+  grpc_->set_serving(false);
 }
 
 Server::~Server() {
@@ -47,7 +53,8 @@ Server::~Server() {
 void Server::shutdown() {
   if (stopped_) return;
   stopped_ = true;
-  state_.ready = false;  // new inference requests: UNAVAILABLE / 503
+  state_.ready = false;
+  state_.accepting = false;  // new inference requests: UNAVAILABLE / 503
   grpc_->set_serving(false);
   grpc_->shutdown();  // waits for in-flight calls
   http_->shutdown();  // waits for in-flight requests

@@ -1,6 +1,7 @@
 #pragma once
 // kaas-server as an object: the repository, the gRPC, REST and metrics front ends, and the
-// shutdown sequence (not ready -> stop accepting -> answer everything accepted).
+// shutdown sequence (drain: not ready but serving -> stop accepting -> answer everything
+// accepted).
 
 #include <memory>
 #include <string>
@@ -30,6 +31,9 @@ class Server {
   int grpc_port() const { return grpc_->port(); }
   int metrics_port() const { return metrics_->port(); }
   const ModelRepository& repository() const { return *repository_; }
+  // Not ready (ServerReady, /v2/health/ready, grpc.health.v1 NOT_SERVING) while inference is
+  // still served, so that balancers and clients stop routing here before shutdown().
+  void begin_drain();
   void shutdown();
 
  private:

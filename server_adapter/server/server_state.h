@@ -30,7 +30,11 @@ inline const std::vector<std::string>& server_extensions() {
 
 struct ServerState {
   ModelRepository* repository = nullptr;
-  std::atomic<bool> ready{false};  // false before start and once shutdown begins
+  // Advertised readiness (ServerReady, /v2/health/ready, grpc.health.v1): false before start
+  // and from the start of a drain, so balancers and clients move away.
+  std::atomic<bool> ready{false};
+  // Inference accepted: true from start until shutdown, through the drain period.
+  std::atomic<bool> accepting{false};
   std::string backend_name;
   MemoryTrimmer* memory_trimmer = nullptr;        // told the size of every inference request
   SharedMemoryRegistry* shared_memory = nullptr;  // regions registered by same-node clients

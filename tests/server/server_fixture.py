@@ -85,12 +85,14 @@ class ServerProcess:
 
 
 class KaasServer(ServerProcess):
-    def __init__(self, server_bin, repository, extra_args=(), backend=None):
+    def __init__(self, server_bin, repository, extra_args=(), backend=None, ports=(0, 0, 0)):
+        """ports: (http, gRPC, metrics), 0 = any free one; fixed ports let a restarted server
+        take its predecessor's place."""
         backend = backend or test_backend()
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kaas-server-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
-            [server_bin, "--model-repository", str(repository), "--http-port", "0", "--grpc-port", "0",
-             "--metrics-port", "0", "--backend", backend, *extra_args],
+            [server_bin, "--model-repository", str(repository), "--http-port", str(ports[0]),
+             "--grpc-port", str(ports[1]), "--metrics-port", str(ports[2]), "--backend", backend, *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:

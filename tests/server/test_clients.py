@@ -224,6 +224,8 @@ def run(server, repo, tmp, args):
             except InferenceServerException:
                 refused += 1
         check(answered + refused == 64 and answered > 0, f"SIGTERM under load: {answered} answered, {refused} refused cleanly")
+        # A second signal would end it at once: let this shutdown finish by itself.
+        server.process.wait(timeout=60)
 
 
 def bad_infer_input(p):

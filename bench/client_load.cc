@@ -1,0 +1,231 @@
+// kaas-client-load: N concurrent kaas::client::RemoteClient callers against one server or a set
+// of servers (client-side balancing, retries on another server, the in-process fallback), each
+// answer compared with the in-process DirectClient's on the same patches. Prints one JSON line
+// per second (calls, failures, fallback answers) and a summary: what the failover tests and the
+// scale-out benchmark read.
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kaas/backends/backend.h"
+#include "kaas/client/direct_client.h"
+#include "kaas/client/remote_client.h"
+#include "kaas/common/error.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kaas::client::InferenceClient;
+
+struct Args {
+  std::string servers, model = "emtrkmichelid", repository, input = "main_input";
+  int clients = 8, batch = 1, retries = 4, backoff_ms = 50, probe_ms = 500, deadline_ms = 0;
+  double seconds = 10;
+  bool fallback = false, check = true;
+};
+
+struct Totals {
+  std::mutex mutex;
+  int64_t calls = 0, failures = 0, fallback_calls = 0, bitwise_equal = 0, retried_calls = 0;
+  float max_difference = 0;  // largest |answer - in-process| over every output value
+  std::vector<double> latencies_ms;
+  std::string first_error;
+};
+
+struct Second {
+  std::atomic<int64_t> calls{0}, failures{0}, fallback_calls{0};
+};
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-client-load: concurrent RemoteClient calls against a set of servers"};
+  Args a;
+  app.add_option("--servers", a.servers, "host:port[,host:port...] or dns:///name:port")
+      ->required();
+  app.add_option("--repository", a.repository,
+                 "model repository of the servers: the in-process reference and the fallback")
+      ->required();
+  app.add_option("--model", a.model, "model name (batched, one FP32 input)");
+  app.add_option("--input", a.input, "the model's FP32 input");
+  app.add_option("--clients", a.clients, "concurrent callers")->check(CLI::Range(1, 1024));
+  app.add_option("--batch", a.batch, "patches per call")->check(CLI::Range(1, 4096));
+  app.add_option("--seconds", a.seconds, "duration")->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--retries", a.retries, "retries per call (each may go to another server)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--backoff-ms", a.backoff_ms, "before the first retry")
+      ->check(CLI::Range(0, 60'000));
+  app.add_option("--probe-ms", a.probe_ms, "on the fallback: how often to ask the servers")
+      ->check(CLI::Range(1, 600'000));
+  app.add_option("--deadline-ms", a.deadline_ms, "per request (0: none)")
+      ->check(CLI::Range(0, 600'000));
+  app.add_flag("--fallback", a.fallback, "run in process when every attempt failed");
+  app.add_flag("!--no-check", a.check, "do not compare answers with in-process kaas");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const kaas::Backend& backend = kaas::default_backend();
+    auto reference = kaas::client::DirectClient::from_repository(a.repository, a.model, backend);
+    const auto& spec = reference->signature();
+    if (spec.inputs.size() != 1 || spec.max_batch == 0)
+      throw kaas::Error(
+          kaas::ErrorCode::kInvalidArgument,
+          "model '" + a.model + "': kaas-client-load drives batched one-input models");
+    std::vector<int64_t> shape = spec.inputs.front().shape;
+    shape[0] = a.batch;
+    int64_t values = 1;
+    for (int64_t d : shape) values *= d;
+    // A few distinct inputs, so a wrong routing of answers between calls would show.
+    constexpr int kInputs = 4;
+    std::vector<std::vector<float>> inputs(kInputs, std::vector<float>(size_t(values)));
+    std::vector<std::vector<std::vector<float>>> expected(kInputs);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> adc(-5.f, 15.f);
+    for (int k = 0; k < kInputs; ++k) {
+      for (float& v : inputs[size_t(k)]) v = adc(rng);
+      reference->set_input<float>(a.input, inputs[size_t(k)], shape);
+      const auto result = reference->run();
+      for (const auto& out : spec.outputs) {
+        const auto o = result.output<float>(out.name);
+        expected[size_t(k)].emplace_back(o.begin(), o.end());
+      }
+    }
+
+    kaas::client::RemoteOptions options;
+    options.model = a.model;
+    options.retries = a.retries;
+    options.backoff = std::chrono::milliseconds(a.backoff_ms);
+    options.probe_interval = std::chrono::milliseconds(a.probe_ms);
+    if (a.fallback) {
+      options.fallback = [&a, &backend] {
+        return std::unique_ptr<InferenceClient>(
+            kaas::client::DirectClient::from_repository(a.repository, a.model, backend));
+      };
+    }
+    auto connection = kaas::client::RemoteConnection::connect(a.servers);
+    std::vector<std::unique_ptr<kaas::client::RemoteClient>> callers;
+    for (int c = 0; c < a.clients; ++c)
+      callers.push_back(kaas::client::RemoteClient::create(connection, options));
+
+    Totals totals;
+    const int seconds = int(a.seconds + 0.999);
+    std::vector<Second> per_second(size_t(seconds) + 1);
+    const auto start = Clock::now();
+    const auto end = start + std::chrono::duration<double>(a.seconds);
+    std::vector<std::thread> threads;
+    for (int c = 0; c < a.clients; ++c) {
+      threads.emplace_back([&, c] {
+        InferenceClient& client = *callers[size_t(c)];
+        kaas::client::CallOptions call;
+        if (a.deadline_ms > 0) call.with_deadline(std::chrono::milliseconds(a.deadline_ms));
+        std::vector<double> latencies;
+        int64_t calls = 0, failures = 0, fallbacks = 0, bitwise_equal = 0, retried = 0;
+        float max_difference = 0;
+        std::string first_error;
+        for (int k = c % kInputs; Clock::now() < end; k = (k + 1) % kInputs) {
+          const auto t0 = Clock::now();
+          Second& bin = per_second[std::min(
+              size_t(std::chrono::duration<double>(t0 - start).count()), per_second.size() - 1)];
+          client.set_input<float>(a.input, inputs[size_t(k)], shape);
+          ++calls;
+          ++bin.calls;
+          try {
+            const auto result = client.run(call);
+            latencies.push_back(
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            if (result.info().fallback) {
+              ++fallbacks;
+              ++bin.fallback_calls;
+            }
+            if (result.info().attempts > 1) ++retried;
+            if (a.check) {
+              bool bitwise = true;
+              for (size_t o = 0; o < spec.outputs.size(); ++o) {
+                const auto got = result.output<float>(spec.outputs[o].name);
+                const auto& want = expected[size_t(k)][o];
+                if (got.size() != want.size()) {
+                  bitwise = false;
+                  max_difference = INFINITY;
+                  continue;
+                }
+                for (size_t i = 0; i < want.size(); ++i) {
+                  const float d = std::abs(got[i] - want[i]);
+                  if (!(d <= max_difference)) max_difference = d;  // NaN counts
+                  bitwise = bitwise && std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+                }
+              }
+              bitwise_equal += bitwise;
+            }
+          } catch (const std::exception& e) {
+            ++failures;
+            ++bin.failures;
+            if (first_error.empty()) first_error = e.what();
+          }
+        }
+        std::lock_guard lock(totals.mutex);
+        totals.calls += calls;
+        totals.failures += failures;
+        totals.fallback_calls += fallbacks;
+        totals.bitwise_equal += bitwise_equal;
+        totals.max_difference = std::max(totals.max_difference, max_difference);
+        totals.retried_calls += retried;
+        totals.latencies_ms.insert(totals.latencies_ms.end(), latencies.begin(), latencies.end());
+        if (totals.first_error.empty()) totals.first_error = first_error;
+      });
+    }
+    // One line per second while the callers run (the test reads when the fallback ended).
+    for (int s = 1; s <= seconds; ++s) {
+      std::this_thread::sleep_until(start + std::chrono::seconds(s));
+      const Second& bin = per_second[size_t(s - 1)];
+      std::printf("%s\n", nlohmann::json{{"second", s - 1},
+                                         {"calls", bin.calls.load()},
+                                         {"failures", bin.failures.load()},
+                                         {"fallback_calls", bin.fallback_calls.load()}}
+                              .dump()
+                              .c_str());
+      std::fflush(stdout);
+    }
+    for (auto& t : threads) t.join();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    nlohmann::json summary = {
+        {"servers", a.servers},
+        {"clients", a.clients},
+        {"batch", a.batch},
+        {"calls", totals.calls},
+        {"failures", totals.failures},
+        {"first_error", totals.first_error},
+        {"fallback_calls", totals.fallback_calls},
+        {"retried_calls", totals.retried_calls},
+        {"bitwise_equal_calls", totals.bitwise_equal},
+        {"max_abs_difference", totals.max_difference},
+        {"checked", a.check},
+        {"patches_per_s", double(totals.calls - totals.failures) * a.batch / elapsed},
+        {"p50_ms", percentile(totals.latencies_ms, 0.5)},
+        {"p99_ms", percentile(totals.latencies_ms, 0.99)},
+        {"max_ms", percentile(totals.latencies_ms, 1.0)}};
+    std::printf("%s\n", summary.dump().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kaas-client-load: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Several kaas-servers behind kaas::client's own balancing (kaas-client-load: concurrent
+RemoteClient callers, answers compared with in-process kaas), on loopback, bounded in time:
+
+1. kill -9 one of three servers under 16 clients: no call fails, none uses the fallback, no call
+   takes more than 1 s longer than the slowest before the kill;
+2. the killed server restarted on its port takes its share again (>= 25 % within 5 s) and the
+   three servers' counts stay within +-10 % of their mean;
+3. SIGTERM to one of two under load (--drain-seconds): no call fails, the server exits 0;
+4. every server down: the calls go to the in-process fallback, and back to the server once it
+   returns.
+
+Usage: test_failover.py --server BIN --make-repository BIN --client-load BIN
+"""
+import argparse
+import json
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from server_fixture import KaasServer, check, failures, free_ports, write_repository  # noqa: E402
+
+MODEL = "emtrkmichelid"
+DRAIN_SECONDS = 2
+
+
+class Fleet:
+    """kaas-servers on fixed ports, so that a restarted one takes its predecessor's place."""
+
+    def __init__(self, server_bin, repository, count):
+        self.server_bin, self.repository = server_bin, repository
+        self.ports = [free_ports(3) for _ in range(count)]
+        self.servers = [self.start(i) for i in range(count)]
+
+    def start(self, i):
+        return KaasServer(self.server_bin, self.repository, ports=self.ports[i],
+                          extra_args=["--threads", "1", "--drain-seconds", str(DRAIN_SECONDS)])
+
+    def addresses(self, which=None):
+        which = range(len(self.ports)) if which is None else which
+        return ",".join(f"127.0.0.1:{self.ports[i][1]}" for i in which)
+
+    def successes(self, i):
+        """nv_inference_request_success of the model on server i (0 when it is down)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][2]}/metrics", timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            return 0
+        m = re.search(r'^nv_inference_request_success\{model="%s",version="1"\} (\d+)' % MODEL, text, re.M)
+        return int(m.group(1)) if m else 0
+
+    def stop(self):
+        for s in self.servers:
+            if s.process.poll() is None:
+                s.stop()
+
+
+class Load:
+    """kaas-client-load in the background; its per-second lines and summary once it ends."""
+
+    def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False):
+        cmd = [client_load, "--servers", servers, "--repository", str(repository), "--model", MODEL,
+               "--clients", str(clients), "--seconds", str(seconds), "--retries", "4",
+               "--backoff-ms", "50", "--probe-ms", "300"]
+        if fallback:
+            cmd.append("--fallback")
+        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        self.lines = []
+        self.reader = threading.Thread(target=self.read)
+        self.reader.start()
+
+    def read(self):
+        for line in self.process.stdout:
+            self.lines.append(json.loads(line))
+
+    def result(self):
+        self.process.wait(timeout=120)
+        self.reader.join()
+        check(self.process.returncode == 0, f"kaas-client-load exited with {self.process.returncode}")
+        return self.lines[-1], self.lines[:-1]
+
+
+def answers_ok(what, summary):
+    check(summary["failures"] == 0,
+          f"{what}: {summary['failures']} of {summary['calls']} calls failed {summary['first_error'][:160]}")
+    check(summary["max_abs_difference"] <= 1e-5,
+          f"{what}: answers vs in-process kaas max |diff| {summary['max_abs_difference']:.2e} "
+          f"({summary['bitwise_equal_calls']} of {summary['calls']} bit for bit)")
+
+
+def wait_ready(server):
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://{server.http_url}/v2/health/ready", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    parser.add_argument("--client-load", required=True)
+    args = parser.parse_args()
+    repo = pathlib.Path(tempfile.mkdtemp(prefix="kaas-failover-")) / "repo"
+    write_repository(args.make_repository, repo)
+    fleet = Fleet(args.server, repo, 3)
+    try:
+        run(fleet, repo, args)
+    finally:
+        fleet.stop()
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+def run(fleet, repo, args):
+    # 1. kill -9 one of three under load.
+    baseline = Load(args.client_load, repo, fleet.addresses(), seconds=7)
+    time.sleep(3)
+    fleet.servers[1].process.send_signal(signal.SIGKILL)
+    summary, seconds = baseline.result()
+    answers_ok("kill -9 one of 3", summary)
+    check(summary["fallback_calls"] == 0, f"kill -9 one of 3: fallback unused ({summary['fallback_calls']} calls)")
+    check(summary["max_ms"] < summary["p99_ms"] + 1000,
+          f"kill -9 one of 3: slowest call {summary['max_ms']:.0f} ms (p99 {summary['p99_ms']:.0f} ms, "
+          f"{summary['retried_calls']} calls retried)")
+    fleet.servers[1].stop()
+
+    # 2. restart it: its share within 5 s, then an even spread.
+    load = Load(args.client_load, repo, fleet.addresses(), seconds=14)
+    time.sleep(1)
+    fleet.servers[1] = fleet.start(1)
+    wait_ready(fleet.servers[1])
+    before = [fleet.successes(i) for i in range(3)]
+    time.sleep(5)
+    after = [fleet.successes(i) for i in range(3)]
+    window = [b - a for a, b in zip(before, after)]
+    share = window[1] / max(sum(window), 1)
+    check(share >= 0.25, f"restarted server: {share:.0%} of {sum(window)} requests in its first 5 s ready")
+    time.sleep(1)
+    before = [fleet.successes(i) for i in range(3)]
+    time.sleep(5)
+    window = [b - a for a, b in zip(before, [fleet.successes(i) for i in range(3)])]
+    mean = sum(window) / 3
+    check(mean > 0 and all(abs(w - mean) <= 0.1 * mean for w in window),
+          f"steady load: per-server requests {window} within 10 % of their mean {mean:.0f}")
+    summary, _ = load.result()
+    answers_ok("restart", summary)
+
+    # 3. SIGTERM one of two under load: it drains, nothing fails.
+    fleet.servers[2].stop()
+    load = Load(args.client_load, repo, fleet.addresses([0, 1]), seconds=7)
+    time.sleep(2)
+    drained = fleet.servers[1]
+    drained.process.send_signal(signal.SIGTERM)
+    code = drained.process.wait(timeout=60)
+    summary, _ = load.result()
+    answers_ok("SIGTERM one of 2", summary)
+    check(code == 0, f"SIGTERM one of 2: the drained server exited with {code}")
+    check("drain over" in drained.output(), "SIGTERM one of 2: the server logged its drain")
+
+    # 4. every server down -> the fallback; back to the server once it returns.
+    load = Load(args.client_load, repo, fleet.addresses([0]), seconds=14, clients=4, fallback=True)
+    time.sleep(2)
+    fleet.servers[0].process.send_signal(signal.SIGKILL)
+    fleet.servers[0].process.wait()
+    time.sleep(3)
+    fleet.servers[0] = fleet.start(0)
+    returned_at = time.time()
+    summary, per_second = load.result()
+    answers_ok("all servers down", summary)
+    check(summary["fallback_calls"] > 0, f"all servers down: {summary['fallback_calls']} calls ran on the fallback")
+    tail = per_second[-2:]
+    check(all(s["fallback_calls"] == 0 and s["calls"] > 0 for s in tail),
+          f"server back: the last seconds ran on the server {tail} "
+          f"(load ended {time.time() - returned_at:.1f} s after the restart began)")
+    check(fleet.successes(0) > 0, f"server back: the restarted server answered {fleet.successes(0)} requests")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
