@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""The shipped balancer configurations in front of several kaas-servers, on loopback, with
+kaas::client callers (kaas-client-load) sending through the balancer's one address:
+
+haproxy (deploy/haproxy/kaas.cfg): servers added at run time through the admin socket, kill -9 of
+one of three under 16 clients fails no call, a server taken out at run time gets no more requests.
+nginx (deploy/nginx/kaas-grpc.conf): a server added by rewriting the upstream file and reloading
+takes traffic, kill -9 of one of two under load fails no call.
+
+Usage: test_balancers.py --server BIN --make-repository BIN --client-load BIN
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from server_fixture import check, failures, free_ports, write_repository  # noqa: E402
+from test_failover import Fleet, Load, answers_ok  # noqa: E402
+
+DEPLOY = pathlib.Path(__file__).resolve().parents[2] / "deploy"
+
+
+def admin(socket_path, command):
+    """One haproxy runtime API command; its answer."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(socket_path))
+        s.sendall(command.encode() + b"\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer.decode()
+
+
+def wait_for(condition, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def window(fleet, which, seconds):
+    """Requests each server in `which` answered over the next `seconds`."""
+    before = [fleet.successes(i) for i in which]
+    time.sleep(seconds)
+    return [fleet.successes(i) - b for i, b in zip(which, before)]
+
+
+def haproxy(fleet, repo, args, tmp):
+    sock = tmp / "haproxy.sock"
+    port = free_ports(1)[0]
+    env = dict(os.environ, KAAS_LB_BIND=f"127.0.0.1:{port}", KAAS_LB_ADMIN_SOCKET=str(sock))
+    process = subprocess.Popen(["haproxy", "-f", str(DEPLOY / "haproxy" / "kaas.cfg"), "-db"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        check(wait_for(sock.exists), "haproxy: started with deploy/haproxy/kaas.cfg")
+        for i, (http, grpc, _) in enumerate(fleet.ports):
+            for command in (f"set server kaas/slot{i + 1} addr 127.0.0.1 port {grpc}",
+                            f"set server kaas/slot{i + 1} check-port {http}",
+                            f"set server kaas/slot{i + 1} state ready"):
+                answer = admin(sock, command).strip()
+                check(answer == "" or f"port changed from '1' to '{grpc}'" in answer,
+                      f"haproxy: {command}: '{answer}'")
+        up = lambda: admin(sock, "show stat").count(",UP,") >= 3  # noqa: E731
+        check(wait_for(up), "haproxy: three servers added at run time are UP")
+
+        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=7)
+        time.sleep(3)
+        fleet.servers[1].process.send_signal(signal.SIGKILL)
+        summary, _ = load.result()
+        answers_ok("haproxy: kill -9 one of 3", summary)
+        check(summary["fallback_calls"] == 0, "haproxy: kill -9 one of 3: fallback unused")
+
+        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=5)
+        time.sleep(1)
+        admin(sock, "set server kaas/slot3 state maint")
+        time.sleep(1)
+        counts = window(fleet, [0, 2], 2)
+        summary, _ = load.result()
+        answers_ok("haproxy: a server taken out at run time", summary)
+        check(counts[1] == 0 and counts[0] > 0, f"haproxy: after 'state maint' requests per server (0, 2): {counts}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def nginx(fleet, repo, args, tmp):
+    prefix = tmp / "nginx"
+    prefix.mkdir()
+    port = free_ports(1)[0]
+    site = (DEPLOY / "nginx" / "kaas-grpc.conf").read_text().replace("KAAS_LB_LISTEN", f"127.0.0.1:{port}")
+    (prefix / "kaas-grpc.conf").write_text(site)
+    upstreams = prefix / "kaas-upstreams.conf"
+
+    def serve(which):
+        upstreams.write_text("".join(f"server 127.0.0.1:{fleet.ports[i][1]} max_fails=1 fail_timeout=2s;\n"
+                                     for i in which))
+
+    serve([0])
+    conf = prefix / "nginx.conf"
+    conf.write_text(f"daemon off;\npid {prefix}/nginx.pid;\nerror_log stderr warn;\nevents {{}}\n"
+                    f"http {{\n  access_log off;\n  client_body_temp_path {prefix}/body;\n"
+                    f"  include {prefix}/kaas-grpc.conf;\n}}\n")
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([nginx_bin, "-p", str(prefix), "-c", str(conf)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        check(wait_for(lambda: (prefix / "nginx.pid").exists()), "nginx: started with deploy/nginx/kaas-grpc.conf")
+        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=8)
+        time.sleep(1.5)
+        serve([0, 2])
+        subprocess.run([nginx_bin, "-p", str(prefix), "-c", str(conf), "-s", "reload"], check=True)
+        time.sleep(1.5)
+        counts = window(fleet, [0, 2], 2)
+        check(counts[1] > 0, f"nginx: a server added by reload takes requests (0, 2): {counts}")
+        fleet.servers[0].process.send_signal(signal.SIGKILL)
+        summary, _ = load.result()
+        answers_ok("nginx: reload under load, then kill -9 one of 2", summary)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    parser.add_argument("--client-load", required=True)
+    args = parser.parse_args()
+    for tool in ("haproxy", "nginx"):
+        if not (shutil.which(tool) or pathlib.Path(f"/usr/sbin/{tool}").exists()):
+            print(f"FAIL  {tool} is not installed (scripts/install_deps.sh installs it)")
+            return 1
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-balancers-"))
+    repo = tmp / "repo"
+    write_repository(args.make_repository, repo)
+    fleet = Fleet(args.server, repo, 3)
+    try:
+        haproxy(fleet, repo, args, tmp)
+        for i in (0, 1):
+            if fleet.servers[i].process.poll() is not None:
+                fleet.servers[i] = fleet.start(i)
+        nginx(fleet, repo, args, tmp)
+    finally:
+        fleet.stop()
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
