@@ -16,8 +16,9 @@ if [[ "${1:-}" != "--run-only" ]]; then
              libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)
   # kNN: nanoflann peer (bench), scikit-learn / FAISS cross-check and peer (/usr/bin/python3)
   packages+=(libnanoflann-dev python3-numpy python3-sklearn python3-faiss)
-  # Balancers in front of several kaas-servers (tests/server/test_balancers.py, deploy/)
-  packages+=(haproxy nginx-light)
+  # Balancers in front of several kaas-servers, Prometheus for the autoscaling query
+  # (tests/server/test_balancers.py, test_autoscaling.py, deploy/)
+  packages+=(haproxy nginx-light prometheus)
   # PyPI test tools (onnxruntime) go into a virtual environment: scripts/python_env.sh
 fi
 

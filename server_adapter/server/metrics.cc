@@ -6,6 +6,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
+#include <limits>
 #include <thread>
 
 #include "kaas/common/error.h"
@@ -53,6 +54,11 @@ class ModelMetrics final : public prometheus::Collectable {
         {"nv_inference_compute_output_duration_us", "Cumulative compute output time (us)",
          prometheus::MetricType::Counter,
          [](const StatsSnapshot& s) { return double(s.compute_output.ns / 1000); }},
+        // Not in Triton: what an autoscaler or a balancer's rate limiter is tuned with.
+        {"kaas_inference_queue_full_count",
+         "Number of inference requests refused because the model's queue was full",
+         prometheus::MetricType::Counter,
+         [](const StatsSnapshot& s) { return double(s.queue_full); }},
         {"nv_inference_pending_request_count",
          "Instantaneous number of requests queued or executing", prometheus::MetricType::Gauge,
          [](const StatsSnapshot& s) { return double(s.pending); }},
@@ -78,10 +84,38 @@ class ModelMetrics final : public prometheus::Collectable {
       }
       out.push_back(std::move(family));
     }
+    out.push_back(queue_histograms(models));
     return out;
   }
 
  private:
+  // kaas_inference_queue_duration_us: executed requests by the time they waited in the queue.
+  static prometheus::MetricFamily queue_histograms(
+      const std::vector<std::pair<std::shared_ptr<ServedModel>, StatsSnapshot>>& models) {
+    prometheus::MetricFamily family;
+    family.name = "kaas_inference_queue_duration_us";
+    family.help = "Time executed inference requests spent queued (us)";
+    family.type = prometheus::MetricType::Histogram;
+    for (const auto& [model, snap] : models) {
+      prometheus::ClientMetric metric;
+      metric.label = {{"model", model->name}, {"version", std::to_string(model->version)}};
+      const QueueHistogram& h = snap.queue_histogram;
+      uint64_t cumulative = 0;
+      for (size_t b = 0; b <= QueueHistogram::kBuckets; ++b) {
+        cumulative += h.counts[b];
+        prometheus::ClientMetric::Bucket bucket;
+        bucket.cumulative_count = cumulative;
+        bucket.upper_bound = b < QueueHistogram::kBuckets ? double(QueueHistogram::kBoundsUs[b])
+                                                          : std::numeric_limits<double>::infinity();
+        metric.histogram.bucket.push_back(bucket);
+      }
+      metric.histogram.sample_count = cumulative;
+      metric.histogram.sample_sum = double(snap.queue.ns / 1000);
+      family.metric.push_back(std::move(metric));
+    }
+    return family;
+  }
+
   ServerState& state_;
 };
 

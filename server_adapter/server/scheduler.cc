@@ -71,7 +71,10 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
   {
     std::lock_guard lock(mutex_);
     const auto reject = [&](const std::string& why) {
-      stats_->update([&](StatsSnapshot& s) { s.fail.add(ns_between(arrival, Clock::now())); });
+      stats_->update([&](StatsSnapshot& s) {
+        s.fail.add(ns_between(arrival, Clock::now()));
+        if (accepting_) ++s.queue_full;
+      });
       throw Error(ErrorCode::kUnavailable, "model '" + name_ + "': " + why);
     };
     if (!accepting_) reject("the server is shutting down");
@@ -233,6 +236,7 @@ void ModelScheduler::execute(models::Model& model, std::vector<std::unique_ptr<P
       }
       answered += p.batch;
       s.queue.add(ns_between(p.arrival, start));
+      s.queue_histogram.add(ns_between(p.arrival, start));
       s.compute_input.add(input_ns);
       s.compute_infer.add(infer_ns);
       s.compute_output.add(output_ns);

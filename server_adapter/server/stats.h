@@ -18,6 +18,21 @@ struct Duration {
   }
 };
 
+// Requests by the time they waited in the queue, Prometheus-style cumulative buckets (us).
+struct QueueHistogram {
+  static constexpr uint64_t kBoundsUs[] = {100,     250,     500,     1000,    2500,   5000,
+                                           10000,   25000,   50000,   100000,  250000, 500000,
+                                           1000000, 2500000, 5000000, 10000000};
+  static constexpr size_t kBuckets = sizeof(kBoundsUs) / sizeof(kBoundsUs[0]);
+  uint64_t counts[kBuckets + 1] = {};  // the last one: above every bound
+  void add(uint64_t nanoseconds) {
+    const uint64_t us = nanoseconds / 1000;
+    size_t b = 0;
+    while (b < kBuckets && us > kBoundsUs[b]) ++b;
+    ++counts[b];
+  }
+};
+
 struct BatchStats {
   Duration compute_input, compute_infer, compute_output;
 };
@@ -27,8 +42,10 @@ struct StatsSnapshot {
   uint64_t inference_count = 0;  // batch elements
   uint64_t execution_count = 0;  // executions
   uint64_t last_inference_ms = 0;
-  uint64_t pending = 0;           // requests queued or executing now
-  uint64_t request_ns_total = 0;  // end-to-end time of finished requests
+  uint64_t pending = 0;            // requests queued or executing now
+  uint64_t request_ns_total = 0;   // end-to-end time of finished requests
+  uint64_t queue_full = 0;         // requests refused because the queue was full
+  QueueHistogram queue_histogram;  // executed requests by queue time
   std::map<uint64_t, BatchStats> batches;
 };
 

@@ -10,11 +10,9 @@ takes traffic, kill -9 of one of two under load fails no call.
 Usage: test_balancers.py --server BIN --make-repository BIN --client-load BIN
 """
 import argparse
-import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,29 +20,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from server_fixture import check, failures, free_ports, write_repository  # noqa: E402
+from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
 from test_failover import Fleet, Load, answers_ok  # noqa: E402
-
-DEPLOY = pathlib.Path(__file__).resolve().parents[2] / "deploy"
-
-
-def admin(socket_path, command):
-    """One haproxy runtime API command; its answer."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(socket_path))
-        s.sendall(command.encode() + b"\n")
-        answer = b""
-        while chunk := s.recv(65536):
-            answer += chunk
-    return answer.decode()
-
-
-def wait_for(condition, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def window(fleet, which, seconds):
@@ -55,41 +32,32 @@ def window(fleet, which, seconds):
 
 
 def haproxy(fleet, repo, args, tmp):
-    sock = tmp / "haproxy.sock"
-    port = free_ports(1)[0]
-    env = dict(os.environ, KAAS_LB_BIND=f"127.0.0.1:{port}", KAAS_LB_ADMIN_SOCKET=str(sock))
-    process = subprocess.Popen(["haproxy", "-f", str(DEPLOY / "haproxy" / "kaas.cfg"), "-db"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lb = Haproxy(tmp)
     try:
-        check(wait_for(sock.exists), "haproxy: started with deploy/haproxy/kaas.cfg")
+        check(lb.started, "haproxy: started with deploy/haproxy/kaas.cfg")
         for i, (http, grpc, _) in enumerate(fleet.ports):
-            for command in (f"set server kaas/slot{i + 1} addr 127.0.0.1 port {grpc}",
-                            f"set server kaas/slot{i + 1} check-port {http}",
-                            f"set server kaas/slot{i + 1} state ready"):
-                answer = admin(sock, command).strip()
-                check(answer == "" or f"port changed from '1' to '{grpc}'" in answer,
-                      f"haproxy: {command}: '{answer}'")
-        up = lambda: admin(sock, "show stat").count(",UP,") >= 3  # noqa: E731
-        check(wait_for(up), "haproxy: three servers added at run time are UP")
+            answers = lb.add(i + 1, http, grpc)
+            check(f"port changed from '1' to '{grpc}'" in answers[0] and answers[1:] == ["", ""],
+                  f"haproxy: server {i} put into slot {i + 1} at run time: {answers}")
+        check(wait_for(lambda: lb.servers_up() >= 3), "haproxy: three servers added at run time are UP")
 
-        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=7)
+        load = Load(args.client_load, repo, lb.address, seconds=7)
         time.sleep(3)
         fleet.servers[1].process.send_signal(signal.SIGKILL)
         summary, _ = load.result()
         answers_ok("haproxy: kill -9 one of 3", summary)
         check(summary["fallback_calls"] == 0, "haproxy: kill -9 one of 3: fallback unused")
 
-        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=5)
+        load = Load(args.client_load, repo, lb.address, seconds=5)
         time.sleep(1)
-        admin(sock, "set server kaas/slot3 state maint")
+        lb.remove(3)
         time.sleep(1)
         counts = window(fleet, [0, 2], 2)
         summary, _ = load.result()
         answers_ok("haproxy: a server taken out at run time", summary)
         check(counts[1] == 0 and counts[0] > 0, f"haproxy: after 'state maint' requests per server (0, 2): {counts}")
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        lb.stop()
 
 
 def nginx(fleet, repo, args, tmp):

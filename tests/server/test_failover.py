@@ -34,10 +34,12 @@ DRAIN_SECONDS = 2
 class Fleet:
     """kaas-servers on fixed ports, so that a restarted one takes its predecessor's place."""
 
-    def __init__(self, server_bin, repository, count):
+    def __init__(self, server_bin, repository, count, running=None):
+        """`count` servers' ports; the first `running` (all by default) started now."""
         self.server_bin, self.repository = server_bin, repository
         self.ports = [free_ports(3) for _ in range(count)]
-        self.servers = [self.start(i) for i in range(count)]
+        self.servers = [self.start(i) if i < (count if running is None else running) else None
+                        for i in range(count)]
 
     def start(self, i):
         return KaasServer(self.server_bin, self.repository, ports=self.ports[i],
@@ -47,29 +49,32 @@ class Fleet:
         which = range(len(self.ports)) if which is None else which
         return ",".join(f"127.0.0.1:{self.ports[i][1]}" for i in which)
 
-    def successes(self, i):
-        """nv_inference_request_success of the model on server i (0 when it is down)."""
+    def counter(self, i, name):
+        """The model's counter `name` on server i (0 when it is down)."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ports[i][2]}/metrics", timeout=5) as r:
                 text = r.read().decode()
         except OSError:
             return 0
-        m = re.search(r'^nv_inference_request_success\{model="%s",version="1"\} (\d+)' % MODEL, text, re.M)
+        m = re.search(r'^%s\{model="%s",version="1"\} (\d+)' % (name, MODEL), text, re.M)
         return int(m.group(1)) if m else 0
+
+    def successes(self, i):
+        return self.counter(i, "nv_inference_request_success")
 
     def stop(self):
         for s in self.servers:
-            if s.process.poll() is None:
+            if s is not None and s.process.poll() is None:
                 s.stop()
 
 
 class Load:
     """kaas-client-load in the background; its per-second lines and summary once it ends."""
 
-    def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False):
+    def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False, batch=1):
         cmd = [client_load, "--servers", servers, "--repository", str(repository), "--model", MODEL,
                "--clients", str(clients), "--seconds", str(seconds), "--retries", "4",
-               "--backoff-ms", "50", "--probe-ms", "300"]
+               "--backoff-ms", "50", "--probe-ms", "300", "--batch", str(batch)]
         if fallback:
             cmd.append("--fallback")
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)

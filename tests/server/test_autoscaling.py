@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Autoscaling evaluated, not only written: Prometheus (Debian package) scrapes the kaas-servers
+(file-based service discovery, 1 s interval); the KEDA query shipped in
+deploy/kserve/autoscaling.yaml is evaluated through Prometheus's HTTP API and checked against the
+same ratio computed from direct /metrics scrapes; a small autoscaler with the Kubernetes HPA rule
+(desired = ceil(current x metric / target), min 1, max 2, a scale-down stabilisation window)
+starts and stops kaas-servers behind haproxy (deploy/haproxy/kaas.cfg) under a step in load from
+4 to 32 clients and back, and no call fails.
+
+The target is set from the metric at 4 clients (x 2.5), as an operator tunes it for a site's model
+and machines; the shipped 20 ms is for production-sized requests.
+
+Usage: test_autoscaling.py --server BIN --make-repository BIN --client-load BIN
+"""
+import argparse
+import json
+import math
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
+from server_fixture import check, failures, free_ports, write_repository  # noqa: E402
+from test_failover import Fleet, Load, answers_ok  # noqa: E402
+
+POLL_S = 1.0
+SCALE_DOWN_STABILISATION_S = 3.0
+WINDOW_S = 30  # the [30s] of the shipped query
+BATCH = 16  # patches per request: queue time then grows with the clients (batch 1 is absorbed by batching)
+TARGET_OVER_LOW = 2.5
+
+
+def shipped_query():
+    text = (DEPLOY / "kserve" / "autoscaling.yaml").read_text()
+    block = re.search(r"query: \|\n((?:\s{10}.*\n)+)", text).group(1)
+    return " ".join(line.strip() for line in block.splitlines())
+
+
+class Prometheus:
+    def __init__(self, tmp):
+        self.dir = pathlib.Path(tmp) / "prometheus"
+        self.dir.mkdir()
+        self.targets = self.dir / "targets.json"
+        self.targets.write_text("[]")
+        (self.dir / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: kaas\n    file_sd_configs:\n"
+            f"      - files: ['{self.targets}']\n        refresh_interval: 1s\n")
+        self.port = free_ports(1)[0]
+        self.process = subprocess.Popen(
+            [shutil.which("prometheus") or "/usr/bin/prometheus", f"--config.file={self.dir / 'prometheus.yml'}",
+             f"--storage.tsdb.path={self.dir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.started = wait_for(self.ready, 60)
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def scrape(self, metrics_ports):
+        self.targets.write_text(json.dumps([{"targets": [f"127.0.0.1:{p}" for p in metrics_ports]}]))
+
+    def query(self, promql, at=None):
+        """The instant vector's value (None when empty)."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            answer = json.load(r)
+        result = answer["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+class Autoscaler:
+    """The HPA rule over the running servers, acting on the balancer and Prometheus's targets."""
+
+    def __init__(self, fleet, lb, prometheus, query, target):
+        self.fleet, self.lb, self.prometheus, self.query, self.target = fleet, lb, prometheus, query, target
+        self.running = [0]
+        self.low_since = None
+        self.events = []
+
+    def publish(self):
+        self.prometheus.scrape([self.fleet.ports[i][2] for i in self.running])
+
+    def poll(self):
+        metric = self.prometheus.query(self.query)
+        if metric is None:
+            return None
+        current = len(self.running)
+        desired = min(max(math.ceil(current * metric / self.target), 1), len(self.fleet.ports))
+        now = time.time()
+        if desired > current:
+            self.low_since = None
+            for i in range(current, desired):
+                self.fleet.servers[i] = self.fleet.start(i)
+                http, grpc, _ = self.fleet.ports[i]
+                self.lb.add(i + 1, http, grpc)
+                self.running.append(i)
+            self.publish()
+            self.events.append(("up", current, desired, metric, now))
+        elif desired < current:
+            self.low_since = self.low_since or now
+            if now - self.low_since >= SCALE_DOWN_STABILISATION_S:
+                for i in self.running[desired:]:
+                    self.lb.remove(i + 1)  # no new requests; then drain and stop it
+                    self.fleet.servers[i].stop()
+                self.running = self.running[:desired]
+                self.publish()
+                self.events.append(("down", current, desired, metric, now))
+                self.low_since = None
+        else:
+            self.low_since = None
+        return metric
+
+
+def direct_ratio(samples, start, end):
+    """sum(queue us) / sum(successes) between the direct scrapes nearest to start and end."""
+    first = min(samples, key=lambda s: abs(s[0] - start))
+    last = min(samples, key=lambda s: abs(s[0] - end))
+    return (last[1] - first[1]) / max(last[2] - first[2], 1)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    parser.add_argument("--client-load", required=True)
+    args = parser.parse_args()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-autoscaling-"))
+    repo = tmp / "repo"
+    write_repository(args.make_repository, repo)
+    fleet = Fleet(args.server, repo, 2, running=1)
+    lb, prometheus = Haproxy(tmp), Prometheus(tmp)
+    try:
+        check(lb.started and prometheus.started, "haproxy and prometheus started")
+        run(fleet, lb, prometheus, repo, args)
+    finally:
+        prometheus.stop()
+        lb.stop()
+        fleet.stop()
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+def run(fleet, lb, prometheus, repo, args):
+    query = shipped_query()
+    http, grpc, metrics = fleet.ports[0]
+    lb.add(1, http, grpc)
+    check(wait_for(lambda: lb.servers_up() >= 1), "one server behind haproxy")
+    prometheus.scrape([metrics])
+
+    # Low load for a full query window, scraped directly as well.
+    low = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 4, clients=4, batch=BATCH)
+    samples = []
+    end = time.time() + WINDOW_S + 3
+    while time.time() < end:
+        samples.append((time.time(), fleet.counter(0, "nv_inference_queue_duration_us"), fleet.successes(0)))
+        time.sleep(0.5)
+    at = time.time() - 1
+    evaluated = prometheus.query(query, at)
+    direct = direct_ratio(samples, at - WINDOW_S, at)
+    summary, _ = low.result()
+    answers_ok("4 clients", summary)
+    check(evaluated is not None and abs(evaluated - direct) <= 0.1 * direct + 50,
+          f"shipped KEDA query through Prometheus {evaluated} us vs direct /metrics scrapes {direct:.0f} us per request")
+    target = TARGET_OVER_LOW * max(direct, 100.0)
+
+    # Step to 32 clients: the autoscaler adds the second server.
+    scaler = Autoscaler(fleet, lb, prometheus, query, target)
+    high = Load(args.client_load, repo, lb.address, seconds=25, clients=32, batch=BATCH)
+    step = time.time()
+    crossed, seen = None, []
+    while time.time() - step < 24 and len(scaler.running) < 2:
+        metric = scaler.poll()
+        seen.append(round(metric or 0))
+        if metric is not None and metric > target and crossed is None:
+            crossed = time.time() - step
+        time.sleep(POLL_S)
+    scaled_up = [e for e in scaler.events if e[0] == "up"]
+    check(bool(scaled_up), f"step 4 -> 32 clients: metric crossed the target {target:.0f} us after "
+          f"{crossed if crossed is None else round(crossed, 1)} s, scaled up: {scaled_up} (metric each poll: {seen})")
+    high_summary, _ = high.result()
+    answers_ok("32 clients while scaling up", high_summary)
+    if len(scaler.running) > 1:
+        check(fleet.successes(1) > 0, f"the added server answered {fleet.successes(1)} requests")
+
+    # Back to 4 clients: scale down once the windowed metric falls; no call fails.
+    after = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 18, clients=4, batch=BATCH)
+    begin, seen = time.time(), []
+    while time.time() - begin < WINDOW_S + 15 and len(scaler.running) > 1:
+        seen.append(round(scaler.poll() or 0))
+        time.sleep(POLL_S)
+    summary, _ = after.result()
+    down = [e for e in scaler.events if e[0] == "down"]
+    check(bool(down), f"load back to 4 clients: scaled down {down} (metric each poll: {seen})")
+    answers_ok("4 clients while scaling down", summary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
