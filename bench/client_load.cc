@@ -33,6 +33,7 @@ using kaas::client::InferenceClient;
 struct Args {
   std::string servers, model = "emtrkmichelid", repository, input = "main_input";
   int clients = 8, batch = 1, retries = 4, backoff_ms = 50, probe_ms = 500, deadline_ms = 0;
+  double work_ms = 0;
   double seconds = 10;
   bool fallback = false, check = true;
 };
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 600'000));
   app.add_option("--deadline-ms", a.deadline_ms, "per request (0: none)")
       ->check(CLI::Range(0, 600'000));
+  app.add_option("--work-ms", a.work_ms,
+                 "per event before its call: the client's other work, simulated by sleeping (a "
+                 "client with a core of its own, as in the SONIC capacity model)")
+      ->check(CLI::Range(0.0, 600'000.0));
   app.add_flag("--fallback", a.fallback, "run in process when every attempt failed");
   app.add_flag("!--no-check", a.check, "do not compare answers with in-process kaas");
   CLI11_PARSE(app, argc, argv);
@@ -142,6 +147,8 @@ int main(int argc, char** argv) {
         float max_difference = 0;
         std::string first_error;
         for (int k = c % kInputs; Clock::now() < end; k = (k + 1) % kInputs) {
+          if (a.work_ms > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(a.work_ms));
           const auto t0 = Clock::now();
           Second& bin = per_second[std::min(
               size_t(std::chrono::duration<double>(t0 - start).count()), per_second.size() - 1)];
@@ -219,6 +226,9 @@ int main(int argc, char** argv) {
         {"max_abs_difference", totals.max_difference},
         {"checked", a.check},
         {"patches_per_s", double(totals.calls - totals.failures) * a.batch / elapsed},
+        {"work_ms", a.work_ms},
+        // Wall time per event and client: the work plus the call, as the capacity model has it.
+        {"event_ms", totals.calls > 0 ? elapsed * 1e3 * a.clients / double(totals.calls) : 0.0},
         {"p50_ms", percentile(totals.latencies_ms, 0.5)},
         {"p99_ms", percentile(totals.latencies_ms, 0.99)},
         {"max_ms", percentile(totals.latencies_ms, 1.0)}};

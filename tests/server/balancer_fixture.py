@@ -1,5 +1,5 @@
 """haproxy with the shipped configuration (deploy/haproxy/kaas.cfg) on a free loopback port, its
-admin socket, and kaas-servers put into and taken out of its server slots at run time."""
+admin socket, and kaas-servers added to and taken out of its backend at run time (dynamic servers)."""
 import os
 import pathlib
 import socket
@@ -44,14 +44,15 @@ class Haproxy:
         return answer.decode().strip()
 
     def add(self, slot, http_port, grpc_port):
-        """Server slot (1-16) at 127.0.0.1:grpc_port, checked on http_port; the answers."""
-        return [self.admin(f"set server kaas/slot{slot} addr 127.0.0.1 port {grpc_port}"),
-                self.admin(f"set server kaas/slot{slot} check-port {http_port}"),
-                self.admin(f"set server kaas/slot{slot} state ready")]
+        """Dynamic server s<slot> at 127.0.0.1:grpc_port, checked on http_port; the answers."""
+        return [self.admin(f"add server kaas/s{slot} 127.0.0.1:{grpc_port} proto h2 check check-proto h1 "
+                           f"port {http_port} inter 200ms fall 1 rise 2"),
+                self.admin(f"enable health kaas/s{slot}"),
+                self.admin(f"enable server kaas/s{slot}")]
 
     def remove(self, slot):
-        """No new requests to the slot; those it serves finish."""
-        return self.admin(f"set server kaas/slot{slot} state maint")
+        """No new requests to s<slot>; those it serves finish."""
+        return self.admin(f"disable server kaas/s{slot}")
 
     def servers_up(self):
         return self.admin("show stat").count(",UP,")

@@ -157,3 +157,9 @@ class TritonServer(ServerProcess):
             time.sleep(0.2)
         raise RuntimeError("tritonserver did not start within 180 s:\n" + self.output())
 
+
+
+def pin_to_cpu(pid, cpu):
+    """Every thread of process `pid` (and those it starts later) on CPU `cpu` (taskset)."""
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        subprocess.run(["taskset", "-p", "-c", str(cpu), task.name], check=True, stdout=subprocess.DEVNULL)
