@@ -288,8 +288,8 @@ std::shared_ptr<RemoteConnection> RemoteConnection::connect(const std::string& u
   impl.make_probe = [target = target.target, credentials, args] {
     return grpc::CreateCustomChannel(target, credentials, args);
   };
-  // Balanced per request over the servers grpc.health.v1 calls SERVING.
-  args.SetServiceConfigJSON(detail::balanced_service_config());
+  // Balanced per request (over the servers grpc.health.v1 calls SERVING, for a list or dns:///).
+  args.SetServiceConfigJSON(detail::balanced_service_config(target.health_checked));
   impl.make_balanced = [target = target.target, credentials, args] {
     return grpc::CreateCustomChannel(target, credentials, args);
   };

@@ -83,6 +83,7 @@ ChannelTarget channel_target(const std::string& servers) {
   }();
   if (has_scheme) {
     t.target = servers;
+    t.health_checked = servers.rfind("dns:", 0) == 0 || servers.find(',') != std::string::npos;
     return t;
   }
   // A single host name stays a DNS target (several addresses, re-resolved when they fail).
@@ -113,6 +114,7 @@ ChannelTarget channel_target(const std::string& servers) {
     begin = end + 1;
   }
   t.servers = entries.size();
+  t.health_checked = entries.size() > 1;
   for (const int family : {AF_INET, AF_INET6}) {
     std::string list;
     bool every_entry = true;
@@ -136,10 +138,11 @@ ChannelTarget channel_target(const std::string& servers) {
   throw Error(ErrorCode::kInvalidArgument, mixed);
 }
 
-const std::string& balanced_service_config() {
-  static const std::string config =
+const std::string& balanced_service_config(bool health_checked) {
+  static const std::string checked =
       R"({"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": ""}})";
-  return config;
+  static const std::string unchecked = R"({"loadBalancingConfig": [{"round_robin": {}}]})";
+  return health_checked ? checked : unchecked;
 }
 
 }  // namespace kaas::client::detail
