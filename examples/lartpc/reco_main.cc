@@ -499,6 +499,9 @@ int main(int argc, char** argv) {
       "kaas-reco: toy LArTPC reconstruction with EmTrkMichelId, direct or via kaas-server"};
   Args args;
   add_options(app, args);
+  // A site's settings in a file (TOML: `server = "h1:8001,h2:8001"`, `retries = 4`, ...);
+  // options on the command line override it.
+  app.set_config("--config", "", "TOML file with any of the options (long names, without --)");
   CLI11_PARSE(app, argc, argv);
   const bool needs_repository = args.mode != "remote" || args.fallback;
   if (needs_repository && args.repository.empty()) {

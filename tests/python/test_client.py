@@ -35,6 +35,17 @@ def test_outputs_are_not_copies(repository):
     assert out.base is not None and not out.flags.owndata  # a view of the kaas result
 
 
+def test_a_server_list_is_balanced_and_retried(repository, server):
+    """The address may list servers; a dead one in the list costs retries, not the call."""
+    remote = kaas.Client.remote(f"{server.grpc_url},127.0.0.1:1", EMTRK, retries=4, backoff_ms=10)
+    x = patches(3)
+    expected = kaas.Client.direct(str(repository), EMTRK, backend="serial").run({"main_input": x})
+    for _ in range(4):
+        answer = remote.run({"main_input": x}, deadline_ms=60_000)
+        for name in expected:
+            assert np.array_equal(answer[name], expected[name]), name
+
+
 def test_errors(repository, server):
     direct = kaas.Client.direct(str(repository), EMTRK, backend="serial")
     with pytest.raises(kaas.InvalidArgument) as e:
