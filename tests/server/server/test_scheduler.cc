@@ -110,5 +110,35 @@ TEST(ModelScheduler, RequestsNobodyWaitsForAreNotExecuted) {
   EXPECT_EQ(s.stats->snapshot().fail.count, 2u);
 }
 
+TEST(ModelScheduler, AFullQueueRefusesAndCountsItApart) {
+  auto model = std::make_unique<DoublingModel>();
+  std::vector<std::unique_ptr<models::Model>> instances;
+  instances.push_back(std::move(model));
+  BatchingPolicy policy;
+  policy.dynamic = true;
+  policy.max_queue_delay = 10s;  // the first request waits for company
+  policy.max_queue_size = 1;
+  auto stats = std::make_shared<ModelStats>();
+  ModelScheduler scheduler("doubling", std::move(instances), policy, stats);
+  auto waiting = scheduler.submit(request_of({1, 2}));
+  try {
+    scheduler.submit(request_of({3, 4}));
+    ADD_FAILURE() << "a second request fit into a queue of one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("queue full"), std::string::npos) << e.what();
+  }
+  scheduler.drain();
+  EXPECT_EQ(floats(waiting.get().front()), (std::vector<float>{2, 4}));
+  const StatsSnapshot s = stats->snapshot();
+  EXPECT_EQ(s.queue_full, 1u);
+  EXPECT_EQ(s.fail.count, 1u);
+  // The executed request is in the queue-time histogram, the refused one is not.
+  uint64_t histogram_total = 0;
+  for (uint64_t c : s.queue_histogram.counts) histogram_total += c;
+  EXPECT_EQ(histogram_total, 1u);
+  EXPECT_EQ(s.queue_histogram.counts[QueueHistogram::kBuckets], 0u);  // 10 s bucket not reached
+}
+
 }  // namespace
 }  // namespace kaas::server
