@@ -166,7 +166,7 @@ def run(fleet, lb, prometheus, repo, args):
     prometheus.scrape([metrics])
 
     # Low load for a full query window, scraped directly as well.
-    low = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 4, clients=4, batch=BATCH)
+    low = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 6, clients=4, batch=BATCH)
     samples = []
     end = time.time() + WINDOW_S + 3
     while time.time() < end:

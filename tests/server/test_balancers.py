@@ -49,7 +49,7 @@ def haproxy(fleet, repo, args, tmp):
         answers_ok("haproxy: kill -9 one of 3", summary)
         check(summary["fallback_calls"] == 0, "haproxy: kill -9 one of 3: fallback unused")
 
-        load = Load(args.client_load, repo, lb.address, seconds=5)
+        load = Load(args.client_load, repo, lb.address, seconds=6)
         time.sleep(1)
         lb.remove(3)
         time.sleep(1)
