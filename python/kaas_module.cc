@@ -508,8 +508,10 @@ NB_MODULE(_kaas, m) {
       .def_static("remote", &Client::remote, "url"_a, "model"_a, "version"_a = "", "retries"_a = 2,
                   "backoff_ms"_a = 50, "ready_timeout_ms"_a = 10000, "gzip"_a = false,
                   "fallback_repository"_a = nb::none(), "fallback_backend"_a = "auto",
-                  "The model served at url (host:port); after every attempt has failed, the\n"
-                  "call runs in process on fallback_repository when given.")
+                  "The model served at url: host:port, a list host1:port,host2:port (balanced\n"
+                  "per request, a failed request retried on the next) or dns:///name:port; after\n"
+                  "every attempt has failed, the call runs in process on fallback_repository when\n"
+                  "given, and returns to the servers once they answer again.")
       .def("run", &Client::run, "inputs"_a, "deadline_ms"_a = nb::none(), "outputs"_a = nb::none(),
            "Runs the model on {name: array}; returns {output name: array}.")
       .def_prop_ro("signature", &Client::signature)
