@@ -129,7 +129,12 @@ void ModelScheduler::drop_unwanted(Clock::time_point now) {
     }
     log_debug(std::string(reason->what()) + " (queued " +
               std::to_string(ns_between((*it)->arrival, now) / 1000) + " us, not executed)");
-    (*it)->promise.set_exception(std::make_exception_ptr(*reason));
+    // The error's message is a reference-counted string shared by every copy; the local copy
+    // must be gone before the request thread can see the exception, so that the last release
+    // (and the free) happens after the reader on whichever thread drops the exception last.
+    auto error = std::make_exception_ptr(*reason);
+    reason.reset();
+    (*it)->promise.set_exception(std::move(error));
     stats_->update([&](StatsSnapshot& s) {
       s.fail.add(ns_between((*it)->arrival, now));
       --s.pending;

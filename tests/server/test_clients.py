@@ -80,6 +80,8 @@ def main():
     finally:
         code = server.stop()
         check(code == 0, f"SIGTERM: kaas-server exited with {code}")
+        if code != 0:
+            print(server.output()[-20000:])
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 
