@@ -5,7 +5,7 @@
 #   client   + gRPC                            (KAAS_BUILD_CLIENT)
 #   server   + Boost, OpenSSL, zlib, nlohmann-json, prometheus-cpp: kaas-server and the Triton
 #            plugin                            (KAAS_BUILD_SERVER)
-# kaas-reco (the demo) needs the client and libpng. Each option defaults to ON when its packages
+# kaas-reco (the demo) needs the client, libpng, cairo and nlohmann-json. Each option defaults to ON when its packages
 # (and the component below) are found; KAAS_REQUIRE_COMPONENTS (CI) turns all on, so a missing
 # package is an error rather than a component silently left out. The test and benchmark tools are
 # optional the same way: GoogleTest (or its sources in KAAS_GTEST_SOURCE_DIR, for a bare node),
@@ -99,9 +99,17 @@ set(_kaas_reco_missing)
 if(NOT KAAS_BUILD_CLIENT)
   set(_kaas_reco_missing "the client component")
 endif()
-kaas_find_optional(_kaas_reco_missing PNG)
+kaas_find_optional(_kaas_reco_missing PNG nlohmann_json)
+# The event displays' figure (text, axes, legend) is drawn with cairo.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(Cairo QUIET IMPORTED_TARGET cairo)
+endif()
+if(NOT Cairo_FOUND)
+  list(APPEND _kaas_reco_missing cairo)
+endif()
 kaas_component(reco "Build the reconstruction demo kaas-reco (toy LArTPC events)"
-               "${_kaas_reco_missing}" "libpng-dev")
+               "${_kaas_reco_missing}" "libpng-dev nlohmann-json3-dev libcairo2-dev")
 
 # Test and benchmark tools. GoogleTest from the package, else from its sources (a bare GPU node
 # has no -dev packages; KAAS_GTEST_SOURCE_DIR names a googletest tree, e.g. Debian's

@@ -9,8 +9,9 @@ packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonn
           # kaas-server: gRPC, REST, JSON, Prometheus text format
           libgrpc++-dev protobuf-compiler-grpc libboost-dev libssl-dev zlib1g-dev nlohmann-json3-dev
           prometheus-cpp-dev
-          # kaas-reco --display (PNG); the toy model's training venv (scripts/train_toy_model.sh)
-          libpng-dev python3-venv python3-pip)
+          # kaas-reco --display (PNG, cairo figures with DejaVu text); the toy model's training
+          # venv (scripts/train_toy_model.sh)
+          libpng-dev libcairo2-dev fonts-dejavu-core python3-venv python3-pip)
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
              libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)

@@ -5,8 +5,9 @@
 # cached in the build tree), generates the default model repository with the trained weights,
 # starts kaas-server on loopback in the background, runs the reconstruction demo kaas-reco in
 # `both` mode (every event in process and through the server, checked bit for bit) sending
-# images and sending patches, prints the comparison table and the truth-matched efficiencies,
-# writes event displays and the benchmark plots, and stops the server.
+# images and sending patches, prints the comparison table, the truth-matched efficiencies and
+# the Michel tag at the working point chosen on the validation events, writes event displays and
+# the benchmark plots, and stops the server.
 #
 # Arguments go to `kaas-info --self-check`. Environment:
 #   KAAS_RUN_EVENTS   toy events (default 3, ~50k hits each)
@@ -31,6 +32,7 @@ cmake --build "$build" -j "$jobs" --target kaas-info kaas-make-repository kaas-s
 
 # EmTrkMichelId trained on toy events (held out: kaas-reco's events use another seed).
 weight_args=()
+reco_args=()
 trained=""
 case "${KAAS_MODEL:-trained}" in
   trained)
@@ -38,6 +40,8 @@ case "${KAAS_MODEL:-trained}" in
     trained="$build/trained"
     [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]] && trained="$build/trained-smoke"
     weight_args=(--emtrk-weights "$trained/weights")
+    # The Michel tag's working point, chosen on the training's validation events.
+    reco_args=(--working-point "$trained/working_point.json")
     ;;
   generated) ;;
   *) echo "run.sh: KAAS_MODEL must be trained or generated, not '$KAAS_MODEL'" >&2; exit 2 ;;
@@ -75,7 +79,7 @@ grpc_port="$(sed -n 's/.*kaas-server: listening host=[^ ]* http=[0-9]* grpc=\([0
 # shellcheck disable=SC2086  # KAAS_RECO_ARGS is a list of flags
 "$build/examples/lartpc/kaas-reco" --mode both --send image,patches \
   --events "${KAAS_RUN_EVENTS:-3}" --server "127.0.0.1:$grpc_port" --repository "$models" \
-  --display "$build/displays" ${KAAS_RECO_ARGS:-}
+  --display "$build/displays" "${reco_args[@]}" ${KAAS_RECO_ARGS:-}
 
 if [[ -n "$trained" ]]; then
   echo "training report: $trained/report.json, $trained/loss.png, $trained/confusion.png"

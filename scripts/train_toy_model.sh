@@ -7,7 +7,8 @@
 #
 # Usage: scripts/train_toy_model.sh BUILD_DIR   (a configured build tree)
 # Writes <out>/weights/*.npy, <out>/emtrkmichelid/{config.pbtxt,1/model.onnx}, report.json,
-# loss.png, confusion.png, train.log; prints "trained model: <out>" last. <out> is
+# loss.png, confusion.png, train.log, working_point.json (the Michel threshold chosen on the
+# validation events with kaas-reco --choose-working-point); prints "trained model: <out>" last. <out> is
 # BUILD_DIR/trained, or BUILD_DIR/trained-smoke with KAAS_TRAIN_SMOKE=1.
 # Environment:
 #   KAAS_TRAIN_SMOKE=1   one epoch on 2 small events (seconds; the test command's version)
@@ -22,26 +23,38 @@ cd "$KAAS_ROOT"
 build="${1:?usage: scripts/train_toy_model.sh BUILD_DIR}"
 if [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]]; then
   out="$build/trained-smoke"
-  patch_args=(--events 2 --per-class 150 --near-michel 50 --wires 480 --ticks 3000)
-  train_args=(--epochs 1 --max-seconds 120 --val-fraction 0.5)
+  events=2
+  val_fraction=0.5
+  geometry=(--wires 480 --ticks 3000)
+  patch_args=(--events "$events" --per-class 150 --near-michel 50 "${geometry[@]}")
+  train_args=(--epochs 1 --max-seconds 120)
 else
   out="$build/trained"
-  # ~107k patches: every Michel hit, 2000 track and 2000 EM hits per event, 300 hits near
+  events="${KAAS_TRAIN_EVENTS:-22}"
+  val_fraction=0.1
+  geometry=()
+  # ~128k patches: every Michel hit, 2400 track and 1200 EM hits per event plus 800 EM hits
+  # with few EM neighbours (delta rays, shower tips: the Michel look-alikes), 600 hits near
   # Michel electrons; one pass over many patches beat several over fewer (README).
-  patch_args=(--events "${KAAS_TRAIN_EVENTS:-22}" --per-class 2000 --near-michel 300)
-  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-600}"
-              --val-fraction 0.1)
+  patch_args=(--events "$events" --per-class 1200 --track-hits 2400 --sparse-em 800
+              --near-michel 600)
+  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-600}")
 fi
 patch_args+=(--seed 18)
+train_args+=(--val-fraction "$val_fraction")
+# The validation events are the last ones (train_toy_model.py splits by event the same way).
+validation_events=$(python3 -c "print(max(1, round($events * $val_fraction)) if $events > 1 else 0)")
 jax_version=0.10.2
 
 key="$(cat scripts/train_toy_model.sh scripts/train_toy_model.py examples/lartpc/toy_event.cc \
-  examples/lartpc/toy_event.h examples/lartpc/toy_patches_main.cc examples/lartpc/reco.cc \
+  examples/lartpc/toy_event.h examples/lartpc/toy_physics.cc examples/lartpc/toy_physics.h \
+  examples/lartpc/signal_processing.cc examples/lartpc/signal_processing.h \
+  examples/lartpc/toy_patches_main.cc examples/lartpc/reco.cc \
   examples/lartpc/metrics.h examples/lartpc/metrics.cc kernels/patches.h kernels/patches.kern.cc \
   models/emtrk_onnx_generator.cc models/npy.cc tools/make_emtrk_model.cc |
   sha256sum | cut -d' ' -f1) ${patch_args[*]} ${train_args[*]} jax $jax_version"
 if [[ -f "$out/key" && "$(cat "$out/key")" == "$key" && -f "$out/emtrkmichelid/1/model.onnx" &&
-      -d "$out/weights" ]]; then
+      -d "$out/weights" && -f "$out/working_point.json" ]]; then
   echo "train_toy_model: reusing $out (trained $(date -r "$out/key" '+%F %T'); delete it to retrain)"
   echo "trained model: $out"
   exit 0
@@ -57,7 +70,7 @@ if ! "$venv/bin/python" -c "import jax, matplotlib, tqdm, sys; sys.exit(jax.__ve
   "$venv/bin/pip" install --quiet --disable-pip-version-check "jax==$jax_version" matplotlib tqdm
 fi
 
-cmake --build "$build" -j "$jobs" --target kaas-toy-patches kaas-make-emtrk-model kaas-infer \
+cmake --build "$build" -j "$jobs" --target kaas-toy-patches kaas-make-emtrk-model kaas-infer kaas-reco \
   > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 "$build/examples/lartpc/kaas-toy-patches" --out "$out/data" "${patch_args[@]}"
 # A live progress bar per epoch on a terminal; in a log (CI), a progress line every 15 s.
@@ -92,6 +105,16 @@ print(f"train_toy_model: exported ONNX model on kaas vs the trained JAX network,
       f"patches: max |difference| {worst:.2e}")
 sys.exit(1 if worst > 1e-4 else 0)
 EOF
+# The Michel working point, chosen on the whole validation events (every hit, as kaas-reco sees
+# them, not the class-balanced patch sample): the threshold maximizing efficiency x purity.
+if ((validation_events > 0)); then
+  "$build/examples/lartpc/kaas-reco" --mode direct --send patches --repository "$out" \
+    --patch-model emtrkmichelid --seed 18 --first-event $((events - validation_events)) \
+    --events "$validation_events" "${geometry[@]}" --quiet \
+    --choose-working-point "$out/working_point.json" > "$out/validation.log" ||
+    { cat "$out/validation.log"; exit 1; }
+  grep -E "^Michel working point|^track/em hit accuracy|^Michel hits, eff" "$out/validation.log"
+fi
 rm -rf "$out/data"  # ~1 GB of patches (as much RAM while training); the key reproduces them
 echo "$key" > "$out/key"
 echo "train_toy_model: done in $((SECONDS - start)) s (report: $out/report.json, $out/loss.png, $out/confusion.png)"

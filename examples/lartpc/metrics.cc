@@ -1,6 +1,7 @@
 #include "examples/lartpc/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "kaas/common/error.h"
@@ -23,6 +24,10 @@ Evaluation& Evaluation::operator+=(const Evaluation& other) {
   michel_clusters += other.michel_clusters;
   for (size_t t = 0; t < michel_hit_curve.size(); ++t)
     michel_hit_curve[t] += other.michel_hit_curve[t];
+  for (size_t k = 0; k < michel_scores_truth.size(); ++k) {
+    michel_scores_truth[k] += other.michel_scores_truth[k];
+    michel_scores_other[k] += other.michel_scores_other[k];
+  }
   track_em_hits += other.track_em_hits;
   track_em_correct += other.track_em_correct;
   non_fiducial_hits += other.non_fiducial_hits;
@@ -46,6 +51,16 @@ namespace {
 
 int largest_of_three(const float* s) {
   return int(std::max_element(s, s + 3) - s);
+}
+
+// The histogram slot of a score: exact against the float thresholds k / kScoreBins.
+size_t score_slot(float score) {
+  const auto edge = [](int k) { return float(k) / float(kScoreBins); };
+  if (!(score > 0.0f)) return 0;
+  int k = std::clamp(int(std::ceil(double(score) * kScoreBins)) - 1, 0, kScoreBins - 1);
+  if (k > 0 && !(score > edge(k))) --k;
+  if (k + 1 < kScoreBins && score > edge(k + 1)) ++k;
+  return size_t(k) + 1;
 }
 
 void count(ClassCounts& counts, bool is_truth, bool is_predicted) {
@@ -82,6 +97,7 @@ Evaluation evaluate(const ToyEvent& event, std::span<const float> scores,
     count(out.michel_hits, is_michel, s[3] > michel_threshold);
     for (size_t t = 0; t < kMichelCurve.size(); ++t)
       count(out.michel_hit_curve[t], is_michel, s[3] > kMichelCurve[t]);
+    ++(is_michel ? out.michel_scores_truth : out.michel_scores_other)[score_slot(s[3])];
     if (truth != 2) {
       ++out.track_em_hits;
       out.track_em_correct += predicted == truth;
@@ -131,6 +147,35 @@ std::string format(const char* pattern, double a, double b) {
 }
 
 }  // namespace
+
+ClassCounts michel_hits_above(const Evaluation& e, int k) {
+  ClassCounts counts;
+  for (size_t slot = 0; slot < e.michel_scores_truth.size(); ++slot) {
+    counts.truth += e.michel_scores_truth[slot];
+    if (int(slot) >= k + 1) {
+      counts.matched += e.michel_scores_truth[slot];
+      counts.predicted += e.michel_scores_truth[slot] + e.michel_scores_other[slot];
+    }
+  }
+  return counts;
+}
+
+WorkingPoint best_michel_working_point(const Evaluation& e) {
+  WorkingPoint best;
+  double best_product = -1;
+  for (int k = 1; k < kScoreBins; ++k) {
+    const ClassCounts counts = michel_hits_above(e, k);
+    if (counts.truth == 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "no Michel hit in these events: no working point can be chosen");
+    const double product = counts.efficiency() * counts.purity();
+    if (product > best_product) {
+      best_product = product;
+      best = {float(k) / float(kScoreBins), counts};
+    }
+  }
+  return best;
+}
 
 std::string summary_line(const Evaluation& e) {
   std::string line = "hits efficiency/purity:";

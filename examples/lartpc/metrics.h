@@ -30,11 +30,17 @@ inline constexpr std::array<const char*, 3> kClassNames = {"track", "em", "none"
 // Michel-score thresholds of the operating-point line (efficiency / purity at each).
 inline constexpr std::array<float, 5> kMichelCurve = {0.5f, 0.7f, 0.8f, 0.9f, 0.95f};
 
+// Michel scores are also histogrammed (fiducial hits, Michel in truth or not) so that any
+// threshold k / kScoreBins can be evaluated after the fact: slot 0 holds scores <= 0, slot
+// k + 1 scores in (k, k + 1] / kScoreBins, so "score > k / kScoreBins" is slots k + 1 and up.
+inline constexpr int kScoreBins = 200;
+
 struct Evaluation {
   std::array<ClassCounts, 3> hits, clusters;  // track, em, none
   ClassCounts michel_hits, michel_clusters;
   std::array<ClassCounts, kMichelCurve.size()> michel_hit_curve;  // at each kMichelCurve threshold
-  int64_t track_em_hits = 0, track_em_correct = 0;                // hits whose truth is track or em
+  std::array<int64_t, kScoreBins + 1> michel_scores_truth{}, michel_scores_other{};
+  int64_t track_em_hits = 0, track_em_correct = 0;  // hits whose truth is track or em
   int64_t non_fiducial_hits = 0;
   double track_em_accuracy() const {
     return track_em_hits ? double(track_em_correct) / double(track_em_hits) : 0.0;
@@ -51,6 +57,18 @@ int truth_class(Truth truth);
 Evaluation evaluate(const ToyEvent& event, std::span<const float> scores,
                     std::span<const uint8_t> fiducial, const Clusters& clusters,
                     std::span<const float> per_cluster, float michel_threshold = 0.5f);
+
+// Michel hits at "score > threshold" for a threshold k / kScoreBins (from the histograms).
+ClassCounts michel_hits_above(const Evaluation& evaluation, int k);
+
+// A Michel-tag working point: the threshold and what it gives.
+struct WorkingPoint {
+  float threshold = 0.5f;
+  ClassCounts michel_hits;
+};
+// The threshold k / kScoreBins (0 < k < kScoreBins) that maximizes efficiency x purity of the
+// Michel hits; throws kaas::Error kFailedPrecondition when the events hold no Michel hit.
+WorkingPoint best_michel_working_point(const Evaluation& evaluation);
 
 // One line: hit efficiency / purity per class and for Michel hits, the track/em accuracy.
 std::string summary_line(const Evaluation& evaluation);

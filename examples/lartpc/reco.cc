@@ -35,6 +35,18 @@ std::vector<PlaneInputs> prepare_planes(const Queue& queue, const ToyEvent& even
   return planes;
 }
 
+PatchOccupancy patch_occupancy(const PatchInputs& inputs, const PatchParams& params) {
+  const size_t size = size_t(params.patch_wires) * size_t(params.patch_bins);
+  PatchOccupancy out;
+  for (size_t h = 0; h < inputs.fiducial.size(); ++h) {
+    if (!inputs.fiducial[h]) continue;
+    const float* patch = inputs.patches.data() + h * size;
+    for (size_t i = 0; i < size; ++i) out.nonzero += patch[i] != 0.0f;
+    out.pixels += int64_t(size);
+  }
+  return out;
+}
+
 PatchInputs prepare_patches(const Queue& queue, std::span<const PlaneInputs> planes,
                             const PatchParams& params) {
   const int64_t pw = params.patch_wires, pb = params.patch_bins;

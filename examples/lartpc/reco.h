@@ -34,6 +34,14 @@ struct PatchInputs {
 PatchInputs prepare_patches(const Queue& queue, std::span<const PlaneInputs> planes,
                             const PatchParams& params = {});
 
+// How zero-suppressed the network's input is: over the fiducial hits' patches, the pixels that
+// are not exactly 0 (charge inside a region of interest) and all pixels.
+struct PatchOccupancy {
+  int64_t nonzero = 0, pixels = 0;
+  double fraction() const { return pixels ? double(nonzero) / double(pixels) : 0.0; }
+};
+PatchOccupancy patch_occupancy(const PatchInputs& inputs, const PatchParams& params = {});
+
 // Hit clusters: hits of one plane joined when on the same or neighbouring wires with peak
 // ticks at most `max_tick_gap` apart (connected components). Cluster c owns
 // hits[splits[c] .. splits[c + 1]) (indices into event.hits).

@@ -15,8 +15,11 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "examples/lartpc/display.h"
 #include "examples/lartpc/metrics.h"
@@ -34,14 +37,21 @@ using client::InferenceClient;
 using client::InferResult;
 using Clock = std::chrono::steady_clock;
 
+// A Michel working point chosen on validation events (--choose-working-point's file).
+struct ChosenWorkingPoint {
+  float threshold = 0.5f;
+  double efficiency = 0, purity = 0;  // on the validation events
+};
+
 struct Args {
   std::string mode = "both", server = "127.0.0.1:8001", repository, backend = "auto";
   std::vector<std::string> send = {"image"};
   std::string image_model = "michel_from_image", patch_model = "emtrkmichelid";
-  int events = 3, async = 1, retries = 2, deadline_ms = 0;
+  int events = 3, first_event = 0, async = 1, retries = 2, deadline_ms = 0;
   bool gzip = false, fallback = false, quiet = false;
   float cluster_gap = 8.0f, michel_threshold = 0.5f;
-  std::string display_dir;
+  std::string display_dir, choose_working_point, working_point_file;
+  std::optional<ChosenWorkingPoint> working_point;  // read from working_point_file
   ToyEventConfig toy;
 };
 
@@ -57,6 +67,8 @@ void add_options(CLI::App& app, Args& args) {
       ->delimiter(',')
       ->check(CLI::IsMember({"image", "patches"}));
   app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
+  app.add_option("--first-event", args.first_event, "number of the first event")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--backend", args.backend,
                  "client backend (" + kaas::backend_choices() +
                      "): preprocessing, aggregation and the direct client");
@@ -79,6 +91,12 @@ void add_options(CLI::App& app, Args& args) {
   app.add_option("--michel-threshold", args.michel_threshold,
                  "Michel score above which a hit or cluster counts as Michel")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--choose-working-point", args.choose_working_point,
+                 "choose the Michel working point on these (validation) events, the threshold "
+                 "that maximizes efficiency x purity, and write it to this JSON file");
+  app.add_option("--working-point", args.working_point_file,
+                 "a --choose-working-point file: print the Michel tag at its threshold too "
+                 "(and draw the displays at it)");
   app.add_option("--display", args.display_dir,
                  "write event displays here: event<E>_plane<P>.png (truth | prediction)");
   app.add_option("--seed", args.toy.seed, "event seed");
@@ -131,7 +149,8 @@ struct Work {
   std::shared_ptr<const Clusters> clusters;
   EventInputs inputs;
   std::future<InferResult> direct, remote;
-  bool empty = false;  // no hits: nothing to send
+  bool empty = false;     // no hits: nothing to send
+  double occupancy = -1;  // non-zero fraction of its hits' patch pixels, where counted
 };
 
 std::string megabytes(double bytes) {
@@ -163,7 +182,7 @@ class Reco {
     open_paths();
     std::deque<std::unique_ptr<Work>> in_flight;
     const size_t window = size_t(args_.async) * paths_.size();
-    for (int e = 0; e < args_.events; ++e) {
+    for (int e = args_.first_event; e < args_.first_event + args_.events; ++e) {
       const auto gen_start = Clock::now();
       auto event = std::make_shared<const ToyEvent>(make_toy_event(args_.toy, uint64_t(e)));
       generate_s_ += seconds_since(gen_start);
@@ -189,6 +208,15 @@ class Reco {
 
  private:
   bool direct() const { return args_.mode != "remote"; }
+  // The path whose events count the patch occupancy: one that cuts patches anyway, if any.
+  const Path* occupancy_path() const {
+    for (const auto& p : paths_)
+      if (p->send == Send::kPatches) return p.get();
+    return paths_.front().get();
+  }
+  float display_threshold() const {
+    return args_.working_point ? args_.working_point->threshold : args_.michel_threshold;
+  }
   bool remote() const { return args_.mode != "direct"; }
 
   // One Path per --send with a direct and/or a remote client of its model.
@@ -257,6 +285,14 @@ class Reco {
     if (path.send == Send::kPatches) w->inputs.patches = prepare_patches(queue_, w->inputs.planes);
     path.prep_cpu_s += process_cpu_seconds() - cpu;
     path.prep_s += seconds_since(start);
+    if (&path == occupancy_path()) {  // outside the timing: patches cut here only to count
+      const PatchOccupancy occupancy =
+          patch_occupancy(path.send == Send::kPatches ? w->inputs.patches
+                                                      : prepare_patches(queue_, w->inputs.planes));
+      w->occupancy = occupancy.fraction();
+      occupancy_.nonzero += occupancy.nonzero;
+      occupancy_.pixels += occupancy.pixels;
+    }
     w->empty = w->event->hits.empty();
     if (w->empty) return w;
     // One event at a time: direct, then remote, each on an otherwise idle machine. With K in
@@ -312,7 +348,13 @@ class Reco {
     ++completed_;
     if (!args_.quiet) {
       if (progress_shown_) std::fprintf(stderr, "\r\033[K");
-      std::printf("%s%s%s\n", line.c_str(), calls.c_str(), verdict.c_str());
+      std::string occupancy;
+      if (w.occupancy >= 0) {
+        char text[64];
+        std::snprintf(text, sizeof text, "; patches %.2f %% non-zero", 100.0 * w.occupancy);
+        occupancy = text;
+      }
+      std::printf("%s%s%s%s\n", line.c_str(), occupancy.c_str(), calls.c_str(), verdict.c_str());
       if (!truth_line.empty()) std::printf("  truth: %s\n", truth_line.c_str());
       std::fflush(stdout);
     }
@@ -379,8 +421,11 @@ class Reco {
       const fs::path file =
           fs::path(args_.display_dir) /
           ("event" + std::to_string(w.event_number) + "_plane" + std::to_string(p) + ".png");
-      write_png(file, render_plane(*w.event, p, scores.scores, scores.fiducial, 6,
-                                   args_.michel_threshold));
+      DisplayLabels labels;
+      labels.event_number = w.event_number;
+      labels.michel_threshold = display_threshold();
+      if (args_.working_point) labels.threshold_origin = "chosen on validation events";
+      write_event_display(file, *w.event, p, scores.scores, scores.fiducial, labels);
       ++displays_written_;
     }
   }
@@ -472,11 +517,53 @@ class Reco {
                   double(args_.michel_threshold));
       std::printf("%s", summary_table(path->evaluation).c_str());
     }
+    if (occupancy_.pixels)
+      std::printf(
+          "\npatch occupancy: %.2f %% of the fiducial hits' 48x48 patch pixels are non-zero "
+          "(the signal is 0 outside regions of interest)\n",
+          100.0 * occupancy_.fraction());
+    print_working_points();
     if (displays_written_)
       std::printf(
           "\nevent displays: %d PNGs in %s (event<E>_plane<P>.png; wire across, drift time "
-          "down; left truth, right prediction; track blue, em orange, Michel green, none grey)\n",
+          "down; truth, prediction, legend, zoom around the strongest Michel candidate)\n",
           displays_written_, args_.display_dir.c_str());
+  }
+
+  // The Michel tag at the working point chosen on validation events (--working-point), and the
+  // choice on this run's events (--choose-working-point).
+  void print_working_points() {
+    const Evaluation& evaluation = paths_.front()->evaluation;
+    if (args_.working_point) {
+      const int k = int(std::lround(args_.working_point->threshold * kScoreBins));
+      const ClassCounts at = michel_hits_above(evaluation, k);
+      std::printf(
+          "Michel hits at the working point chosen on validation events (score > %.3f; "
+          "there %.3f/%.3f): efficiency %.3f, purity %.3f (%lld of %lld Michel hits, %lld "
+          "tagged)\n",
+          double(args_.working_point->threshold), args_.working_point->efficiency,
+          args_.working_point->purity, at.efficiency(), at.purity(),
+          static_cast<long long>(at.matched), static_cast<long long>(at.truth),
+          static_cast<long long>(at.predicted));
+    }
+    if (args_.choose_working_point.empty()) return;
+    const WorkingPoint best = best_michel_working_point(evaluation);
+    nlohmann::json file = {{"michel_threshold", best.threshold},
+                           {"efficiency", best.michel_hits.efficiency()},
+                           {"purity", best.michel_hits.purity()},
+                           {"michel_hits", best.michel_hits.truth},
+                           {"seed", args_.toy.seed},
+                           {"first_event", args_.first_event},
+                           {"events", args_.events},
+                           {"chosen_by", "maximum of efficiency x purity of the Michel hits"}};
+    std::ofstream out(args_.choose_working_point);
+    out << file.dump(1) << "\n";
+    if (!out) throw Error(ErrorCode::kInternal, "cannot write " + args_.choose_working_point);
+    std::printf(
+        "Michel working point chosen on these events: score > %.3f, efficiency %.3f, purity "
+        "%.3f; written to %s\n",
+        double(best.threshold), best.michel_hits.efficiency(), best.michel_hits.purity(),
+        args_.choose_working_point.c_str());
   }
 
   const Args& args_;
@@ -487,10 +574,24 @@ class Reco {
   double generate_s_ = 0, cluster_s_ = 0, max_image_patch_diff_ = 0;
   int mismatched_events_ = 0, lost_events_ = 0, image_patch_disagreements_ = 0;
   int displays_written_ = 0;
+  PatchOccupancy occupancy_;
   size_t completed_ = 0;
   bool progress_shown_ = false;
   Clock::time_point start_ = Clock::now();
 };
+
+// A --choose-working-point file: its threshold and what it gave on the validation events.
+ChosenWorkingPoint read_working_point(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kNotFound, "cannot open the file");
+  const auto file = nlohmann::json::parse(in);  // throws, naming the position, when malformed
+  ChosenWorkingPoint point{file.at("michel_threshold").get<float>(),
+                           file.at("efficiency").get<double>(), file.at("purity").get<double>()};
+  if (!(point.threshold > 0.0f && point.threshold < 1.0f))
+    throw Error(ErrorCode::kInvalidArgument,
+                "michel_threshold must lie in (0, 1), not " + std::to_string(point.threshold));
+  return point;
+}
 
 }  // namespace
 
@@ -508,6 +609,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kaas-reco: --repository is needed for --mode %s%s\n", args.mode.c_str(),
                  args.fallback ? " and --fallback" : "");
     return 2;
+  }
+  if (!args.working_point_file.empty()) {
+    try {
+      args.working_point = read_working_point(args.working_point_file);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kaas-reco: --working-point %s: %s\n", args.working_point_file.c_str(),
+                   e.what());
+      return 2;
+    }
   }
   std::sort(args.send.begin(), args.send.end());
   args.send.erase(std::unique(args.send.begin(), args.send.end()), args.send.end());

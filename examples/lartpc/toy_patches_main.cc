@@ -1,9 +1,10 @@
 // kaas-toy-patches: a training set for EmTrkMichelId from toy events. Each event's hits go
 // through kaas-reco's own preprocessing (prepare_planes, prepare_patches: the patches the model
-// is served), a seeded sample of at most --per-class hits of each truth label is kept (Michel
-// hits are ~1.5 % of an event, so sampling per class balances the set) plus a sample of the
-// other hits near Michel electrons (the hard cases), and the patches and labels are written as
-// .npy:
+// is served), a seeded sample of at most --per-class hits of each truth label (--track-hits of
+// track) is kept (Michel hits are ~2 % of an event, so sampling per class balances the set) plus
+// samples of the hard cases: other hits near Michel electrons (--near-michel) and EM hits with
+// few EM neighbours (--sparse-em: delta rays, shower tips); the patches and labels are written
+// as .npy:
 //   patches.npy  float32 [N, 48, 48, 1]  main_input layout (NHWC: wires x drift bins)
 //   label.npy    int32 [N]   0 track, 1 em (showers and Michel electrons), 2 none (noise)
 //   michel.npy   float32 [N] 1 for a Michel-electron hit
@@ -57,21 +58,61 @@ std::vector<bool> near_michel(const ToyEvent& event, const PatchParams& params) 
   return near;
 }
 
+// EM hits with few EM hits around them (at most 16 within 4 cm on their plane): delta rays and
+// shower tips, the EM deposits that look most like a Michel electron (the hard negatives of the
+// Michel head; a uniform EM sample is mostly shower cores).
+std::vector<bool> sparse_em(const ToyEvent& event) {
+  constexpr double kRadiusCm = 4.0, kWireCm = 0.48, kTickCm = 0.08;
+  constexpr int kMostNeighbours = 16;
+  std::vector<bool> sparse(event.hits.size(), false);
+  // Hits are plane by plane, wire by wire: look only at wires within the radius.
+  const int wire_reach = int(kRadiusCm / kWireCm);
+  for (size_t i = 0; i < event.hits.size(); ++i) {
+    const Hit& h = event.hits[i];
+    if (h.truth != Truth::kEm) continue;
+    int neighbours = 0;
+    for (size_t j = i; j-- > 0 && neighbours <= kMostNeighbours;) {
+      const Hit& o = event.hits[j];
+      if (o.plane != h.plane || h.wire - o.wire > wire_reach) break;
+      const double dw = (o.wire - h.wire) * kWireCm, dt = (o.peak_tick - h.peak_tick) * kTickCm;
+      neighbours += o.truth == Truth::kEm && dw * dw + dt * dt <= kRadiusCm * kRadiusCm;
+    }
+    for (size_t j = i + 1; j < event.hits.size() && neighbours <= kMostNeighbours; ++j) {
+      const Hit& o = event.hits[j];
+      if (o.plane != h.plane || o.wire - h.wire > wire_reach) break;
+      const double dw = (o.wire - h.wire) * kWireCm, dt = (o.peak_tick - h.peak_tick) * kTickCm;
+      neighbours += o.truth == Truth::kEm && dw * dw + dt * dt <= kRadiusCm * kRadiusCm;
+    }
+    sparse[i] = neighbours <= kMostNeighbours;
+  }
+  return sparse;
+}
+
 // The hits of one event to keep: up to `per_class` of each truth label and up to `near` other
 // hits near Michel electrons, each chosen by a seeded shuffle; returned in event order (so they
 // stay grouped by plane), each hit once.
-std::vector<size_t> sample_hits(const ToyEvent& event, int64_t per_class, int64_t near,
-                                const PatchParams& params, uint64_t seed) {
-  std::array<std::vector<size_t>, 5> groups;  // by truth label, then near a Michel electron
+std::vector<size_t> sample_hits(const ToyEvent& event, int64_t per_class, int64_t track_hits,
+                                int64_t near, int64_t sparse, const PatchParams& params,
+                                uint64_t seed) {
+  // By truth label, then near a Michel electron, then sparse EM.
+  std::array<std::vector<size_t>, 6> groups;
   const std::vector<bool> is_near = near_michel(event, params);
+  const std::vector<bool> is_sparse = sparse > 0 ? sparse_em(event) : std::vector<bool>();
   for (size_t i = 0; i < event.hits.size(); ++i)
-    groups[is_near[i] ? 4 : size_t(event.hits[i].truth)].push_back(i);
+    groups[is_near[i]                           ? 4
+           : !is_sparse.empty() && is_sparse[i] ? 5
+                                                : size_t(event.hits[i].truth)]
+        .push_back(i);
   std::mt19937_64 engine(seed);
   std::vector<size_t> kept;
   for (size_t g = 0; g < groups.size(); ++g) {
     auto& hits = groups[g];
     // Fisher-Yates on the first `take` places only (mt19937_64's output is standardised).
-    const size_t take = std::min(hits.size(), size_t(g == 4 ? near : per_class));
+    const int64_t wanted = g == 4                       ? near
+                           : g == 5                     ? sparse
+                           : g == size_t(Truth::kTrack) ? track_hits
+                                                        : per_class;
+    const size_t take = std::min(hits.size(), size_t(wanted));
     for (size_t i = 0; i < take; ++i) std::swap(hits[i], hits[i + engine() % (hits.size() - i)]);
     kept.insert(kept.end(), hits.begin(), hits.begin() + std::ptrdiff_t(take));
   }
@@ -85,7 +126,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
   ToyEventConfig toy;
   int events = 10, first_event = 0;
-  int64_t per_class = 1000, near = 1000;
+  int64_t per_class = 1000, near = 1000, track_hits = -1, sparse = 0;
   std::string out_dir, backend_name = "auto";
   app.add_option("--out", out_dir, "directory for the .npy files")->required();
   app.add_option("--events", events, "events")->check(CLI::Range(1, 100000));
@@ -93,6 +134,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--per-class", per_class, "hits kept per truth label and event")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--track-hits", track_hits,
+                 "track hits kept per event (default --per-class; events hold about twice as "
+                 "many track as EM hits)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--sparse-em", sparse,
+                 "also keep this many EM hits with few EM neighbours per event (delta rays, "
+                 "shower tips: the Michel head's hard negatives)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   app.add_option("--near-michel", near,
                  "also keep this many other hits near Michel electrons per event")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
@@ -117,7 +166,8 @@ int main(int argc, char** argv) {
     for (int e = first_event; e < first_event + events; ++e) {
       const ToyEvent event = make_toy_event(toy, uint64_t(e));
       const std::vector<size_t> kept =
-          sample_hits(event, per_class, near, params, toy.seed * 1000003u + uint64_t(e));
+          sample_hits(event, per_class, track_hits < 0 ? per_class : track_hits, near, sparse,
+                      params, toy.seed * 1000003u + uint64_t(e));
       // The planes with only the kept hits: their patches come out in `kept` order.
       std::vector<PlaneInputs> planes = prepare_planes(queue, event, params);
       for (auto& plane : planes) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kaas/common/error.h"
 
 namespace kaas::examples {
@@ -121,6 +123,37 @@ TEST(Metrics, ThresholdMovesTheMichelOperatingPoint) {
     EXPECT_EQ(high.michel_hit_curve[t].matched, matched[t]) << kMichelCurve[t];
     EXPECT_EQ(high.michel_hit_curve[t].truth, 2);
   }
+}
+
+TEST(Metrics, ScoreHistogramGivesAnyThresholdAndTheBestWorkingPoint) {
+  const HandMadeEvent e = hand_made_event();
+  const Evaluation ev = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster);
+  for (size_t t = 0; t < kMichelCurve.size(); ++t) {
+    const ClassCounts at =
+        michel_hits_above(ev, int(std::lround(kMichelCurve[t] * float(kScoreBins))));
+    EXPECT_EQ(at.predicted, ev.michel_hit_curve[t].predicted) << kMichelCurve[t];
+    EXPECT_EQ(at.matched, ev.michel_hit_curve[t].matched) << kMichelCurve[t];
+    EXPECT_EQ(at.truth, 2);
+  }
+  // Fiducial Michel scores: truth 0.7 and 0.2; others 0.9 and six of exactly 0.1. Above 0.1
+  // (not at it): 0.9, 0.7, 0.2 tagged, both Michel hits found: efficiency 1 x purity 2/3, the
+  // best product (below 0.1 purity is 2/9; from 0.2 on 0.5 x 0.5).
+  const WorkingPoint best = best_michel_working_point(ev);
+  EXPECT_FLOAT_EQ(best.threshold, 0.1f);
+  EXPECT_EQ(best.michel_hits.predicted, 3);
+  EXPECT_EQ(best.michel_hits.matched, 2);
+  Evaluation doubled = ev;
+  doubled += ev;
+  EXPECT_FLOAT_EQ(best_michel_working_point(doubled).threshold, 0.1f);
+  EXPECT_EQ(michel_hits_above(doubled, 20).predicted, 6);
+}
+
+TEST(Metrics, NoWorkingPointWithoutMichelHits) {
+  HandMadeEvent e;
+  e.add(Truth::kTrack, predicted(0, 0.9f));
+  e.add_cluster({0}, predicted(0));
+  const Evaluation ev = evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster);
+  EXPECT_THROW(best_michel_working_point(ev), Error);
 }
 
 TEST(Metrics, TotalsAddUp) {

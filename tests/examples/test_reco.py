@@ -11,6 +11,7 @@
 Usage: test_reco.py --reco BIN --server BIN --make-repository BIN
 """
 import argparse
+import json
 import pathlib
 import re
 import struct
@@ -64,8 +65,11 @@ def main():
             for png in displays.glob("*.png"):
                 head = png.read_bytes()[:24]
                 width, height = struct.unpack(">II", head[16:24])
+                # Both 240-wire panels, axes, legend and the 64 x 6-pixel zoom beside them.
                 check(head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR" and
-                      (width, height) == (2 * 240 + 8, 250), f"{png.name}: a {width} x {height} PNG")
+                      width > 2 * 240 + 64 * 6 and height > 250, f"{png.name}: a {width} x {height} PNG")
+            check(out.count("% non-zero") == 2 and "patch occupancy: " in out,
+                  "patch occupancy per event and in all")
             outputs = event_outputs(out)
             check(rc == 0, "both mode, image and patches: exit 0")
             check(len(outputs) == 4, "4 event lines (2 events x image, patches)")
@@ -83,6 +87,21 @@ def main():
             check(len(sync) == 8 and sync == asynchronous, "8 in flight == one at a time, all 8 events")
             rc, direct_out, err = reco(args, "--mode", "direct", "--events", "8", "--async", "8")
             check(rc == 0 and event_outputs(direct_out) == sync, "direct, 8 in flight == remote")
+
+            # A Michel working point chosen on some events, then used on others.
+            point = pathlib.Path(tmp) / "working_point.json"
+            rc, out, err = reco(args, "--mode", "direct", "--events", "2", "--first-event", "8",
+                                "--choose-working-point", str(point))
+            chosen = json.loads(point.read_text()) if point.exists() else {}
+            check(rc == 0 and 0 < chosen.get("michel_threshold", 0) < 1 and
+                  chosen.get("first_event") == 8 and "Michel working point chosen on these events" in out,
+                  f"--choose-working-point: {chosen}")
+            rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point))
+            check(rc == 0 and "at the working point chosen on validation events (score > "
+                  f"{chosen.get('michel_threshold', -1):.3f}" in out, "--working-point: the tag at it")
+            point.write_text(json.dumps({**chosen, "michel_threshold": 2}))
+            rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point))
+            check(rc == 2 and str(point) in err and "(0, 1)" in err, "a bad working point: " + err.strip())
 
             rc, out, err = reco(args, *url, "--mode", "remote", "--events", "1", "--deadline-ms", "1",
                                 "--retries", "0")

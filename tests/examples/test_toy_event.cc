@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kaas::examples {
@@ -51,6 +52,29 @@ TEST(ToyEvent, HitsAreInsideTheImageOnLocalMaximaAboveThreshold) {
   }
   EXPECT_GT(per_truth[int(Truth::kTrack)], 0);
   EXPECT_GT(per_truth[int(Truth::kEm)], 0);
+}
+
+TEST(ToyEvent, ZeroSuppressedAsProductionWithThePhysicsItModels) {
+  ToyEventConfig config = small();
+  config.tracks_per_plane = 30;
+  config.noise.dead_wire_fraction = 0.05f;
+  const auto event = make_toy_event(config, 2);
+  EXPECT_EQ(event.muons, 60);
+  EXPECT_GT(event.stopping_muons, 0);
+  EXPECT_LT(event.stopping_muons, event.muons);
+  EXPECT_GT(event.delta_rays, 0);
+  int64_t zeros = 0, samples = 0, michel_hits = 0;
+  for (const auto& plane : event.planes) {
+    zeros += std::count(plane.adc.begin(), plane.adc.end(), 0.0f);
+    samples += int64_t(plane.adc.size());
+  }
+  EXPECT_LE(samples - zeros, event.roi_samples) << "a non-zero sample outside the ROIs";
+  EXPECT_GT(double(zeros) / double(samples), 0.5) << "most of the plane is outside any ROI";
+  for (const Hit& h : event.hits) {
+    EXPECT_FALSE(event.planes[size_t(h.plane)].dead[size_t(h.wire)]) << "a hit on a dead wire";
+    michel_hits += h.truth == Truth::kMichel;
+  }
+  EXPECT_EQ(michel_hits > 0, event.michels > 0);
 }
 
 TEST(ToyEvent, HitFinderFindsOnePulsePerIsolatedDeposit) {
