@@ -4,8 +4,8 @@ RemoteClient callers, answers compared with in-process kaas), on loopback, bound
 
 1. kill -9 one of three servers under 16 clients: no call fails, none uses the fallback, no call
    takes more than 1 s longer than the slowest before the kill;
-2. the killed server restarted on its port takes its share again (>= 25 % within 5 s) and the
-   three servers' counts stay within +-10 % of their mean;
+2. the killed server restarted on its port takes its share again (a third, >= 28 %, in some second
+   of its first 5 ready) and the three servers' counts stay within +-10 % of their mean;
 3. SIGTERM to one of two under load (--drain-seconds): no call fails, the server exits 0;
 4. every server down: the calls go to the in-process fallback, and back to the server once it
    returns.
@@ -153,12 +153,18 @@ def run(fleet, repo, args):
     time.sleep(1)
     fleet.servers[1] = fleet.start(1)
     wait_ready(fleet.servers[1])
-    before = [fleet.successes(i) for i in range(3)]
-    time.sleep(5)
-    after = [fleet.successes(i) for i in range(3)]
-    window = [b - a for a, b in zip(before, after)]
-    share = window[1] / max(sum(window), 1)
-    check(share >= 0.25, f"restarted server: {share:.0%} of {sum(window)} requests in its first 5 s ready")
+    # The clients see it only after their health watch does (a second or two on a busy
+    # machine): the check is that some whole second of its first 5 ready holds its share.
+    samples = [[fleet.successes(i) for i in range(3)]]
+    for _ in range(5):
+        time.sleep(1)
+        samples.append([fleet.successes(i) for i in range(3)])
+    shares = []
+    for earlier, later in zip(samples, samples[1:]):
+        window = [b - a for a, b in zip(earlier, later)]
+        shares.append(window[1] / max(sum(window), 1))
+    check(max(shares) >= 0.28, "restarted server: its share per second of its first 5 ready "
+          f"{[f'{x:.0%}' for x in shares]} reaches a third (>= 28 %)")
     time.sleep(1)
     before = [fleet.successes(i) for i in range(3)]
     time.sleep(5)
