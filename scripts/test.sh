@@ -91,7 +91,9 @@ asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends t
               kaas-infer kaas-make-emtrk-model kaas-fuzz-rest_infer kaas-fuzz-grpc_infer
               kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy)
 cmake --build build/test-asan -j "$jobs" --target "${asan_targets[@]}"
+# LeakSanitizer suppressions: only allocations proven to be a library's own for-life caches.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS="suppressions=$KAAS_ROOT/scripts/lsan.supp" \
   ctest --test-dir build/test-asan -j "$jobs" --output-on-failure -L "cpu|gpu_emu"
 
 step "3/4 clang++ + libomp, the kernels component alone, every optional package hidden (gpu_check.sh --cpu-only)"
