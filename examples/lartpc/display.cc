@@ -99,9 +99,9 @@ RgbImage render_panel(const ToyEvent& event, int plane, std::span<const float> s
   return image;
 }
 
-RgbImage render_plane(const ToyEvent& event, int plane, std::span<const float> scores,
-                      std::span<const uint8_t> fiducial, int ticks_per_row,
-                      float michel_threshold) {
+PlanePanels render_plane_panels(const ToyEvent& event, int plane, std::span<const float> scores,
+                                std::span<const uint8_t> fiducial, int ticks_per_row,
+                                float michel_threshold) {
   if (plane < 0 || size_t(plane) >= event.planes.size())
     throw Error(ErrorCode::kInvalidArgument, "render_plane: plane " + std::to_string(plane) +
                                                  " of a " + std::to_string(event.planes.size()) +
@@ -111,9 +111,18 @@ RgbImage render_plane(const ToyEvent& event, int plane, std::span<const float> s
   PanelStyle style;
   style.ticks_per_row = ticks_per_row;
   style.michel_threshold = michel_threshold;
-  const RgbImage truth = render_panel(event, plane, scores, fiducial, whole, style);
+  PlanePanels panels;
+  panels.truth = render_panel(event, plane, scores, fiducial, whole, style);
   style.prediction = true;
-  const RgbImage prediction = render_panel(event, plane, scores, fiducial, whole, style);
+  panels.prediction = render_panel(event, plane, scores, fiducial, whole, style);
+  return panels;
+}
+
+RgbImage render_plane(const ToyEvent& event, int plane, std::span<const float> scores,
+                      std::span<const uint8_t> fiducial, int ticks_per_row,
+                      float michel_threshold) {
+  const auto [truth, prediction] =
+      render_plane_panels(event, plane, scores, fiducial, ticks_per_row, michel_threshold);
   RgbImage image;
   image.width = 2 * truth.width + kPanelGap;
   image.height = truth.height;

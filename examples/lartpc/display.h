@@ -52,6 +52,13 @@ struct PanelStyle {
 RgbImage render_panel(const ToyEvent& event, int plane, std::span<const float> scores,
                       std::span<const uint8_t> fiducial, const PlaneRegion& region,
                       const PanelStyle& style);
+// The whole plane's truth and prediction panels (render_panel's errors).
+struct PlanePanels {
+  RgbImage truth, prediction;
+};
+PlanePanels render_plane_panels(const ToyEvent& event, int plane, std::span<const float> scores,
+                                std::span<const uint8_t> fiducial, int ticks_per_row,
+                                float michel_threshold);
 // Both whole-plane panels, truth | prediction, kPanelGap white columns apart.
 RgbImage render_plane(const ToyEvent& event, int plane, std::span<const float> scores,
                       std::span<const uint8_t> fiducial, int ticks_per_row = 6,

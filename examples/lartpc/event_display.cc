@@ -147,18 +147,10 @@ void legend(cairo_t* cr, double x, double y) {
 void write_event_display(const std::filesystem::path& path, const ToyEvent& event, int plane,
                          std::span<const float> scores, std::span<const uint8_t> fiducial,
                          const DisplayLabels& labels, int ticks_per_row) {
-  if (plane < 0 || size_t(plane) >= event.planes.size())
-    throw Error(ErrorCode::kInvalidArgument, "write_event_display: plane " + std::to_string(plane) +
-                                                 " of a " + std::to_string(event.planes.size()) +
-                                                 "-plane event");
+  const auto [truth, prediction] =
+      render_plane_panels(event, plane, scores, fiducial, ticks_per_row, labels.michel_threshold);
   const PlaneImage& raw = event.planes[size_t(plane)];
   const PlaneRegion whole{0, raw.wires, 0, raw.ticks};
-  PanelStyle style;
-  style.ticks_per_row = ticks_per_row;
-  style.michel_threshold = labels.michel_threshold;
-  const RgbImage truth = render_panel(event, plane, scores, fiducial, whole, style);
-  style.prediction = true;
-  const RgbImage prediction = render_panel(event, plane, scores, fiducial, whole, style);
 
   // The zoom: kZoomWires x kZoomTicks around the strongest Michel candidate.
   const auto candidate = michel_candidate(event, plane, scores, fiducial, labels.michel_threshold);
