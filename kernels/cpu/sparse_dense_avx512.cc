@@ -1,0 +1,51 @@
+// sparse_dense1's AVX-512 fast path: 4 windows x 64 columns in 16 zmm accumulators, each load
+// of W1 feeding 4 FMAs (see sparse_dense_tiles.h).
+
+#include "kaas/common/error.h"
+#include "kaas/kernels/cpu/sparse_dense_simd.h"
+
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include "kaas/kernels/cpu/sparse_dense_tiles.h"
+
+namespace kaas::simd {
+
+namespace {
+
+struct Zmm {
+  using Reg = __m512;
+  static constexpr int kLanes = 16;
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg broadcast(float x) { return _mm512_set1_ps(x); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+};
+
+}  // namespace
+
+bool sparse_dense1_avx512_compiled() {
+  return true;
+}
+
+void sparse_dense1_avx512(const SparseDense1Args& args) {
+  sparse_tiles::run<Zmm, 4, 4>(args);
+}
+
+}  // namespace kaas::simd
+
+#else
+
+namespace kaas::simd {
+
+bool sparse_dense1_avx512_compiled() {
+  return false;
+}
+
+void sparse_dense1_avx512(const SparseDense1Args&) {
+  throw Error(ErrorCode::kInternal, "sparse_dense1: the AVX-512 CPU fast path is not compiled in");
+}
+
+}  // namespace kaas::simd
+
+#endif

@@ -1,0 +1,92 @@
+#pragma once
+// The register-blocked body of sparse_dense1's CPU fast path, for a vector traits type V (load,
+// store, broadcast, fmadd, kLanes). Included only by the per-instruction-set files.
+
+#include <algorithm>
+
+#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/kernels/cpu/sparse_dense_simd.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace kaas::simd::sparse_tiles {
+
+inline constexpr int64_t kTile = 64;  // windows per tile: their rows stay in L1/L2
+
+// rows[0..R) += delta rows . W rows over columns [c0, c0 + kVectors lanes), channel by channel.
+template <class V, int R, int kVectors>
+inline void accumulate(const SparseDense1Args& a, const float* w, const int32_t* rows,
+                       const int32_t* deltas, int64_t c0) {
+  typename V::Reg acc[R][kVectors];
+  const float* d[R];
+  for (int r = 0; r < R; ++r) {
+    d[r] = a.delta + deltas[r] * a.delta_stride;
+    for (int v = 0; v < kVectors; ++v)
+      acc[r][v] = V::load(a.out + rows[r] * a.out_stride + c0 + v * V::kLanes);
+  }
+  for (int64_t c = 0; c < a.channels; ++c) {
+    const float* wc = w + c * a.weight_stride + c0;
+    typename V::Reg wv[kVectors];
+    for (int v = 0; v < kVectors; ++v) wv[v] = V::load(wc + v * V::kLanes);
+    for (int r = 0; r < R; ++r) {
+      const typename V::Reg dv = V::broadcast(d[r][c]);
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = V::fmadd(dv, wv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < kVectors; ++v)
+      V::store(a.out + rows[r] * a.out_stride + c0 + v * V::kLanes, acc[r][v]);
+}
+
+template <class V, int kRows, int kVectors>
+void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
+  constexpr int64_t cols = int64_t(V::kLanes) * kVectors;
+  for (int64_t r = r0; r < r1; ++r)
+    std::copy(a.constant, a.constant + a.n1, a.out + r * a.out_stride);
+  int32_t rows[kTile], deltas[kTile];
+  const int64_t positions = a.out_h * a.out_w;
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t py = p / a.out_w, px = p % a.out_w;
+    int m = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int32_t e = a.index[a.image[r] * a.index_stride[0] + (a.y[r] + py) * a.index_stride[1] +
+                                (a.x[r] + px) * a.index_stride[2]];
+      rows[m] = int32_t(r);
+      deltas[m] = e;
+      m += e >= 0;
+    }
+    if (m == 0) continue;
+    const float* w = a.weight + p * a.channels * a.weight_stride;
+    for (int64_t c0 = 0; c0 < a.n1; c0 += cols) {
+      int i = 0;
+      for (; i + kRows <= m; i += kRows)
+        accumulate<V, kRows, kVectors>(a, w, rows + i, deltas + i, c0);
+      for (; i < m; ++i) accumulate<V, 1, kVectors>(a, w, rows + i, deltas + i, c0);
+    }
+  }
+  if (a.epilogue.activation == Activation::kNone) return;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < a.n1; ++j) {
+      float& v = a.out[r * a.out_stride + j];
+      v = apply(a.epilogue, v);
+    }
+}
+
+template <class V, int kRows, int kVectors>
+void run(const SparseDense1Args& a) {
+  const int64_t tiles = (a.rows + kTile - 1) / kTile;
+#if defined(_OPENMP)
+  const bool parallel = a.parallel && tiles > 1 && !omp_in_parallel();
+#pragma omp parallel for schedule(dynamic, 1) if (parallel) num_threads(openmp::requested_team())
+#endif
+  for (int64_t t = 0; t < tiles; ++t) {
+#if defined(_OPENMP)
+    if (parallel && t == 0) openmp::note_team(omp_get_num_threads());
+#endif
+    tile<V, kRows, kVectors>(a, t * kTile, std::min(a.rows, (t + 1) * kTile));
+  }
+}
+
+}  // namespace kaas::simd::sparse_tiles

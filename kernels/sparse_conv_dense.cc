@@ -1,0 +1,190 @@
+#include "kaas/kernels/sparse_conv_dense.h"
+
+#include <array>
+#include <string>
+
+#include "kaas/backends/buffer.h"
+#include "kaas/backends/cpu/cpu_features.h"
+#include "kaas/kernels/cpu/sparse_dense_simd.h"
+#include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/scan.h"
+
+namespace kaas {
+
+namespace {
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+bool avx512_ready() {
+  static const bool ready =
+      simd::sparse_dense1_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
+  return ready;
+}
+
+bool avx2_ready() {
+  static const bool ready =
+      simd::sparse_dense1_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
+  return ready;
+}
+
+}  // namespace
+
+std::vector<float> sparse_conv_constant(const std::vector<float>& conv_bias, int64_t channels,
+                                        const Epilogue& conv_epilogue) {
+  require(conv_bias.empty() || int64_t(conv_bias.size()) == channels, "sparse_conv_constant",
+          "conv bias extent", "0 or " + str(channels), str(int64_t(conv_bias.size())));
+  std::vector<float> c(static_cast<size_t>(channels));
+  for (int64_t k = 0; k < channels; ++k)
+    c[size_t(k)] = apply(conv_epilogue, conv_bias.empty() ? 0.0f : conv_bias[size_t(k)]);
+  return c;
+}
+
+std::vector<float> sparse_dense1_constant(const std::vector<float>& conv_constant,
+                                          const float* dense1_weight, int64_t k, int64_t n1,
+                                          const float* dense1_bias) {
+  const int64_t channels = int64_t(conv_constant.size());
+  require(channels > 0 && k % channels == 0, "sparse_dense1_constant", "K",
+          "a multiple of the conv channels (" + str(channels) + ")", str(k));
+  std::vector<double> sum(static_cast<size_t>(n1), 0.0);
+  for (int64_t row = 0; row < k; ++row) {
+    const double c = conv_constant[size_t(row % channels)];
+    if (c == 0.0) continue;  // relu(bias) is often 0: nothing to add
+    const float* w = dense1_weight + row * n1;
+    for (int64_t j = 0; j < n1; ++j) sum[size_t(j)] += c * double(w[j]);
+  }
+  std::vector<float> out(static_cast<size_t>(n1));
+  for (int64_t j = 0; j < n1; ++j)
+    out[size_t(j)] = float(sum[size_t(j)] + (dense1_bias ? double(dense1_bias[j]) : 0.0));
+  return out;
+}
+
+int64_t sparse_conv_index(const Queue& queue, View<const float, 4> images, int64_t kernel_h,
+                          int64_t kernel_w, View<int32_t, 3> index, View1<int32_t> offsets,
+                          View1<int32_t> scan_workspace, View1<int32_t> positions,
+                          LaunchConfig config) {
+  constexpr const char* kWhere = "sparse_conv_index";
+  detail::check_view(images, kWhere, "images");
+  detail::check_view(index, kWhere, "index");
+  detail::check_config(config, kWhere);
+  const auto& x = images.extent;
+  require(kernel_h >= 1 && kernel_w >= 1 && x[1] >= kernel_h && x[2] >= kernel_w, kWhere,
+          "images height x width", "at least the kernel's " + str(kernel_h) + "x" + str(kernel_w),
+          str(x[1]) + "x" + str(x[2]));
+  const int64_t oh = x[1] - kernel_h + 1, ow = x[2] - kernel_w + 1, total = x[0] * oh * ow;
+  require(index.extent[0] == x[0] && index.extent[1] == oh && index.extent[2] == ow, kWhere,
+          "index shape", shape_string(std::array<int64_t, 3>{x[0], oh, ow}),
+          shape_string(index.extent));
+  require(index.stride[2] == 1 && index.stride[1] == ow && index.stride[0] == oh * ow, kWhere,
+          "index", "contiguous", "strided");
+  require(offsets.extent[0] >= total && offsets.stride[0] == 1, kWhere, "offsets extent",
+          ">= " + str(total), str(offsets.extent[0]));
+  if (total == 0) return 0;
+  KAAS_LAUNCH(queue, sparse_activity_launch, queue, images, kernel_h, kernel_w, index);
+  View1<int32_t> flat = make_view(index.data, total);
+  View1<int32_t> offs = make_view(offsets.data, total);
+  exclusive_scan(queue, View1<const int32_t>(flat), offs, scan_workspace);
+  int32_t last[2] = {0, 0};
+  queue.backend().copy(&last[0], offs.data + total - 1, sizeof(int32_t), CopyKind::kDeviceToHost,
+                       queue.native_stream());
+  queue.backend().copy(&last[1], flat.data + total - 1, sizeof(int32_t), CopyKind::kDeviceToHost,
+                       queue.native_stream());
+  queue.wait();
+  const int64_t count = int64_t(last[0]) + last[1];
+  require(positions.extent[0] >= count && positions.stride[0] == 1, kWhere, "positions extent",
+          ">= " + str(count) + " (the active positions)", str(positions.extent[0]));
+  KAAS_LAUNCH(queue, sparse_compact_launch, queue, flat, View1<const int32_t>(offs), positions);
+  return count;
+}
+
+void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
+                       const SparseConvWeights& weights, View1<const int32_t> positions,
+                       View2<float> delta, LaunchConfig config) {
+  constexpr const char* kWhere = "sparse_conv_delta";
+  detail::check_view(images, kWhere, "images");
+  detail::check_view(weights.conv_weight, kWhere, "conv_weight");
+  detail::check_view(delta, kWhere, "delta");
+  detail::check_config(config, kWhere);
+  const auto& w = weights.conv_weight.extent;
+  detail::check_same_extent(images.extent[3], w[1], kWhere, "conv_weight input channels");
+  require(weights.conv_bias.extent[0] == 0 || weights.conv_bias.extent[0] == w[0], kWhere,
+          "conv_bias extent", "0 or " + str(w[0]), str(weights.conv_bias.extent[0]));
+  detail::check_same_extent(w[0], weights.conv_constant.extent[0], kWhere, "conv_constant extent");
+  require(delta.extent[0] >= positions.extent[0] && delta.extent[1] == w[0], kWhere, "delta shape",
+          "at least [" + str(positions.extent[0]) + ", " + str(w[0]) + "]",
+          shape_string(delta.extent));
+  if (positions.extent[0] == 0) return;
+  KAAS_LAUNCH(queue, sparse_conv_delta_launch, queue, images, weights, positions, delta, config);
+}
+
+const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
+  const BackendId id = queue.backend_id();
+  if (id != BackendId::kSerial && id != BackendId::kOpenmp) return "portable";
+  if (avx512_ready() && n1 % 64 == 0) return "avx512";
+  if (avx2_ready() && n1 % 32 == 0) return "avx2";
+  return "portable";
+}
+
+void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const float> delta,
+                   const SparseWindows& windows, const SparseDense1Weights& weights,
+                   View2<float> out, LaunchConfig config) {
+  constexpr const char* kWhere = "sparse_dense1";
+  detail::check_view(index, kWhere, "index");
+  detail::check_view(delta, kWhere, "delta");
+  detail::check_view(weights.weight, kWhere, "weight");
+  detail::check_view(out, kWhere, "out");
+  detail::check_config(config, kWhere);
+  const int64_t rows = out.extent[0], n1 = out.extent[1], channels = delta.extent[1];
+  for (const auto* v : {&windows.image, &windows.y, &windows.x})
+    detail::check_same_extent(rows, v->extent[0], kWhere, "windows (one per output row)");
+  require(windows.out_h >= 1 && windows.out_w >= 1 && windows.out_h <= index.extent[1] &&
+              windows.out_w <= index.extent[2],
+          kWhere, "window",
+          std::string("1..") + str(index.extent[1]) + " x 1.." + str(index.extent[2]),
+          str(windows.out_h) + " x " + str(windows.out_w));
+  detail::check_same_extent(windows.out_h * windows.out_w * channels, weights.weight.extent[0],
+                            kWhere, "weight rows (window positions x channels)");
+  detail::check_same_extent(n1, weights.weight.extent[1], kWhere, "weight columns");
+  detail::check_same_extent(n1, weights.constant.extent[0], kWhere, "constant extent");
+  if (rows == 0) return;
+  // The windows must lie inside the index: one look at each on the host where it can read them.
+  if (queue.backend().device_memory_is_host()) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t img = windows.image[r], y = windows.y[r], x = windows.x[r];
+      require(img >= 0 && img < index.extent[0] && y >= 0 && y + windows.out_h <= index.extent[1] &&
+                  x >= 0 && x + windows.out_w <= index.extent[2],
+              kWhere, std::string("window ") + str(r), "inside the index",
+              std::string("image ") + str(img) + " at " + str(y) + "," + str(x));
+    }
+  }
+  const std::string impl = sparse_dense1_impl(queue, n1);
+  const bool unit = weights.weight.stride[1] == 1 && out.stride[1] == 1 && delta.stride[1] == 1 &&
+                    windows.image.stride[0] == 1 && windows.y.stride[0] == 1 &&
+                    windows.x.stride[0] == 1 && weights.constant.stride[0] == 1;
+  if (impl != "portable" && unit && config.groups == 0 && config.group_size == 0) {
+    const simd::SparseDense1Args args{index.data,
+                                      {index.stride[0], index.stride[1], index.stride[2]},
+                                      delta.data,
+                                      delta.stride[0],
+                                      channels,
+                                      windows.image.data,
+                                      windows.y.data,
+                                      windows.x.data,
+                                      windows.out_h,
+                                      windows.out_w,
+                                      weights.weight.data,
+                                      weights.weight.stride[0],
+                                      weights.constant.data,
+                                      weights.epilogue,
+                                      out.data,
+                                      out.stride[0],
+                                      rows,
+                                      n1,
+                                      queue.backend_id() == BackendId::kOpenmp};
+    return impl == "avx512" ? simd::sparse_dense1_avx512(args) : simd::sparse_dense1_avx2(args);
+  }
+  KAAS_LAUNCH(queue, sparse_dense1_launch, queue, index, delta, windows, weights, out, config);
+}
+
+}  // namespace kaas
