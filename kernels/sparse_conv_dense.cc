@@ -127,8 +127,8 @@ const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
 }
 
 void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const float> delta,
-                   const SparseWindows& windows, const SparseDense1Weights& weights,
-                   View2<float> out, LaunchConfig config) {
+                   int64_t delta_first, const SparseWindows& windows,
+                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config) {
   constexpr const char* kWhere = "sparse_dense1";
   detail::check_view(index, kWhere, "index");
   detail::check_view(delta, kWhere, "delta");
@@ -163,28 +163,56 @@ void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const
                     windows.image.stride[0] == 1 && windows.y.stride[0] == 1 &&
                     windows.x.stride[0] == 1 && weights.constant.stride[0] == 1;
   if (impl != "portable" && unit && config.groups == 0 && config.group_size == 0) {
-    const simd::SparseDense1Args args{index.data,
-                                      {index.stride[0], index.stride[1], index.stride[2]},
-                                      delta.data,
-                                      delta.stride[0],
-                                      channels,
-                                      windows.image.data,
-                                      windows.y.data,
-                                      windows.x.data,
-                                      windows.out_h,
-                                      windows.out_w,
-                                      weights.weight.data,
-                                      weights.weight.stride[0],
-                                      weights.constant.data,
-                                      weights.epilogue,
-                                      out.data,
-                                      out.stride[0],
-                                      rows,
-                                      n1,
-                                      queue.backend_id() == BackendId::kOpenmp};
+    simd::SparseDense1Args args{};
+    args.index = index.data;
+    for (int d = 0; d < 3; ++d) args.index_stride[d] = index.stride[d];
+    args.delta = delta.data, args.delta_stride = delta.stride[0], args.channels = channels;
+    args.delta_first = delta_first;
+    args.image = windows.image.data, args.y = windows.y.data, args.x = windows.x.data;
+    args.out_h = windows.out_h, args.out_w = windows.out_w;
+    args.weight = weights.weight.data, args.weight_stride = weights.weight.stride[0];
+    args.constant = weights.constant.data, args.epilogue = weights.epilogue;
+    args.out = out.data, args.out_stride = out.stride[0], args.rows = rows, args.n1 = n1;
+    args.parallel = queue.backend_id() == BackendId::kOpenmp;
     return impl == "avx512" ? simd::sparse_dense1_avx512(args) : simd::sparse_dense1_avx2(args);
   }
-  KAAS_LAUNCH(queue, sparse_dense1_launch, queue, index, delta, windows, weights, out, config);
+  KAAS_LAUNCH(queue, sparse_dense1_launch, queue, index, delta, delta_first, windows, weights, out,
+              config);
+}
+
+int64_t sparse_conv_dense1_grouped(const Queue& queue, View<const float, 4> images,
+                                   const SparseConvWeights& conv, View1<const int32_t> positions,
+                                   View<const int32_t, 3> index, const SparseRange* ranges,
+                                   const SparseWindows& windows, const SparseDense1Weights& dense1,
+                                   View2<float> delta, View2<float> out) {
+  const int64_t rows = out.extent[0], capacity = delta.extent[0];
+  int64_t groups = 0;
+  for (int64_t r0 = 0; r0 < rows; ++groups) {
+    const int64_t first = ranges[r0].first;
+    require(ranges[r0].last - first <= capacity, "sparse_conv_dense1_grouped",
+            std::string("window ") + str(r0) + "'s active positions",
+            "at most the delta capacity " + str(capacity), str(ranges[r0].last - first));
+    int64_t r1 = r0 + 1;
+    while (r1 < rows && ranges[r1].last - first <= capacity) ++r1;
+    const int64_t last = ranges[r1 - 1].last;
+    View1<const int32_t> group_positions = positions;
+    group_positions.data += first * positions.stride[0];
+    group_positions.extent[0] = last - first;
+    View2<float> group_delta = delta;
+    group_delta.extent[0] = last - first;
+    sparse_conv_delta(queue, images, conv, group_positions, group_delta);
+    SparseWindows group = windows;
+    for (auto* v : {&group.image, &group.y, &group.x}) {
+      v->data += r0 * v->stride[0];
+      v->extent[0] = r1 - r0;
+    }
+    View2<float> group_out = out;
+    group_out.data += r0 * out.stride[0];
+    group_out.extent[0] = r1 - r0;
+    sparse_dense1(queue, index, View2<const float>(group_delta), first, group, dense1, group_out);
+    r0 = r1;
+  }
+  return groups;
 }
 
 }  // namespace kaas

@@ -79,10 +79,24 @@ void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
                        const SparseConvWeights& weights, View1<const int32_t> positions,
                        View2<float> delta, LaunchConfig config = {});
 
-// Step 3. out [windows, N1].
+// Step 3. out [windows, N1]. delta holds the active positions numbered delta_first onwards (a
+// group of windows needs only the numbers its windows reach).
 void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const float> delta,
-                   const SparseWindows& windows, const SparseDense1Weights& weights,
-                   View2<float> out, LaunchConfig config = {});
+                   int64_t delta_first, const SparseWindows& windows,
+                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config = {});
+
+// Steps 2 and 3 for windows whose active positions are numbered [range[r].first, range[r].last)
+// (both non-decreasing in r: patches in order, or hits in order of their window's first row),
+// in groups of consecutive windows whose positions fit `delta` ([capacity, OC]). Returns the
+// number of groups.
+struct SparseRange {
+  int64_t first, last;
+};
+int64_t sparse_conv_dense1_grouped(const Queue& queue, View<const float, 4> images,
+                                   const SparseConvWeights& conv, View1<const int32_t> positions,
+                                   View<const int32_t, 3> index, const SparseRange* ranges,
+                                   const SparseWindows& windows, const SparseDense1Weights& dense1,
+                                   View2<float> delta, View2<float> out);
 
 // Which implementation sparse_dense1 runs on `queue` ("avx512", "avx2" or "portable").
 const char* sparse_dense1_impl(const Queue& queue, int64_t n1);
@@ -96,7 +110,7 @@ KAAS_DECLARE_LAUNCHER(void, sparse_conv_delta_launch,
                       (const Queue&, View<const float, 4>, SparseConvWeights, View1<const int32_t>,
                        View2<float>, LaunchConfig))
 KAAS_DECLARE_LAUNCHER(void, sparse_dense1_launch,
-                      (const Queue&, View<const int32_t, 3>, View2<const float>, SparseWindows,
-                       SparseDense1Weights, View2<float>, LaunchConfig))
+                      (const Queue&, View<const int32_t, 3>, View2<const float>, int64_t,
+                       SparseWindows, SparseDense1Weights, View2<float>, LaunchConfig))
 
 }  // namespace kaas

@@ -65,7 +65,7 @@ struct ConvDeltaKernel {
 struct Dense1Kernel {
   static constexpr const char* kName = "sparse_dense1";
   KAAS_KERNEL void operator()(const Ctx& ctx, View<const int32_t, 3> index,
-                              View2<const float> delta, SparseWindows windows,
+                              View2<const float> delta, int64_t first, SparseWindows windows,
                               SparseDense1Weights w, View2<float> out, int64_t tile,
                               int64_t chunk) const {
     const int64_t rows = out.extent[0], n1 = out.extent[1], channels = delta.extent[1];
@@ -81,10 +81,11 @@ struct Dense1Kernel {
         for (int64_t r = r0; r < r1; ++r) {
           const int32_t a = index(windows.image[r], windows.y[r] + py, windows.x[r] + px);
           if (a < 0) continue;
+          const int64_t row = a - first;
           for (int64_t j : group_elements(ctx, width)) {
             float sum = out(r, c0 + j);
             for (int64_t c = 0; c < channels; ++c)
-              sum += delta(a, c) * w.weight(p * channels + c, c0 + j);
+              sum += delta(row, c) * w.weight(p * channels + c, c0 + j);
             out(r, c0 + j) = sum;
           }
         }
@@ -120,13 +121,14 @@ void sparse_conv_delta_launch(const Queue& queue, View<const float, 4> images,
 }
 
 void sparse_dense1_launch(const Queue& queue, View<const int32_t, 3> index,
-                          View2<const float> delta, SparseWindows windows,
+                          View2<const float> delta, int64_t first, SparseWindows windows,
                           SparseDense1Weights weights, View2<float> out, LaunchConfig config) {
   const int64_t tile = 16, chunk = 128;
   const int size = config.group_size_or(128);
   const int64_t groups = config.groups_or(grid_groups(
       queue, math::ceil_div(out.extent[0], tile) * math::ceil_div(out.extent[1], chunk)));
-  launch(queue, groups, size, 0, Dense1Kernel{}, index, delta, windows, weights, out, tile, chunk);
+  launch(queue, groups, size, 0, Dense1Kernel{}, index, delta, first, windows, weights, out, tile,
+         chunk);
 }
 
 }  // namespace kaas::KAAS_BACKEND_NS

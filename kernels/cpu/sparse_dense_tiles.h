@@ -22,7 +22,7 @@ inline void accumulate(const SparseDense1Args& a, const float* w, const int32_t*
   typename V::Reg acc[R][kVectors];
   const float* d[R];
   for (int r = 0; r < R; ++r) {
-    d[r] = a.delta + deltas[r] * a.delta_stride;
+    d[r] = a.delta + (deltas[r] - a.delta_first) * a.delta_stride;
     for (int v = 0; v < kVectors; ++v)
       acc[r][v] = V::load(a.out + rows[r] * a.out_stride + c0 + v * V::kLanes);
   }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -114,7 +115,8 @@ class SparseConvDenseTest : public ::testing::TestWithParam<const Backend*> {
   // The sparse steps on images [images, ih, iw, kC], one window per (image, y, x) triple.
   Outputs sparse(const Net& net, const std::vector<float>& x, int64_t images, int64_t ih,
                  int64_t iw, const std::vector<int32_t>& wi, const std::vector<int32_t>& wy,
-                 const std::vector<int32_t>& wx, int64_t* active = nullptr) {
+                 const std::vector<int32_t>& wx, int64_t* active = nullptr, int64_t capacity = 0,
+                 int64_t* groups = nullptr) {
     Queue q(*GetParam());
     Device d(q, net);
     const int64_t n = int64_t(wi.size()), oh = ih - kK + 1, ow = iw - kK + 1;
@@ -139,13 +141,31 @@ class SparseConvDenseTest : public ::testing::TestWithParam<const Backend*> {
     cw.conv_bias = d.cb.const_view();
     cw.conv_epilogue = relu;
     cw.conv_constant = cc.const_view();
-    const auto deltas = make_view<2>(delta.view().data, {count, kOC});
-    sparse_conv_delta(q, in, cw,
-                      make_view(static_cast<const int32_t*>(positions.view().data), count), deltas);
     const SparseWindows windows{di.const_view(), dy.const_view(), dxw.const_view(), kOH, kOW};
     const SparseDense1Weights dw{v2(d.w1, kFlat, net.n1), dc.const_view(), relu};
     const auto d1 = make_view<2>(dense1.view().data, {n, net.n1});
-    sparse_dense1(q, View<const int32_t, 3>(idx), View2<const float>(deltas), windows, dw, d1);
+    const auto positions_view =
+        make_view(static_cast<const int32_t*>(positions.view().data), count);
+    if (capacity == 0) {
+      const auto deltas = make_view<2>(delta.view().data, {count, kOC});
+      sparse_conv_delta(q, in, cw, positions_view, deltas);
+      sparse_dense1(q, View<const int32_t, 3>(idx), View2<const float>(deltas), 0, windows, dw, d1);
+    } else {
+      // Each window's numbers: from its first row's first position to past its last row's.
+      const auto offs = offsets.read();
+      auto number_at = [&](int64_t image, int64_t row) {
+        const int64_t flat = (image * oh + row) * ow;
+        return flat < total ? int64_t(offs[size_t(flat)]) : count;
+      };
+      std::vector<SparseRange> ranges;
+      for (int64_t r = 0; r < n; ++r)
+        ranges.push_back({number_at(wi[size_t(r)], wy[size_t(r)]),
+                          number_at(wi[size_t(r)], wy[size_t(r)] + kOH)});
+      const auto deltas = make_view<2>(delta.view().data, {capacity, kOC});
+      const int64_t g = sparse_conv_dense1_grouped(q, in, cw, positions_view, idx, ranges.data(),
+                                                   windows, dw, deltas, d1);
+      if (groups != nullptr) *groups = g;
+    }
     heads(q, d, net, d1, make_view<2>(out_a.view().data, {n, kA}),
           make_view<2>(out_b.view().data, {n, kB}));
     q.wait();
@@ -225,7 +245,28 @@ TEST_P(SparseConvDenseTest, APlaneWindowGivesItsPatchsScores) {
       for (int64_t j = 0; j < kW; ++j)
         patches.push_back(plane[size_t((ys[size_t(h)] + i) * pw + xs[size_t(h)] + j)]);
   const std::vector<int32_t> image(size_t(n), 0);
-  expect_near(sparse(net, plane, 1, ph, pw, image, ys, xs), dense(net, patches, n), 1e-5);
+  const Outputs want = dense(net, patches, n);
+  expect_near(sparse(net, plane, 1, ph, pw, image, ys, xs), want, 1e-5);
+  // Hits in order of their first row, the conv output in groups that fit a small delta buffer:
+  // the same scores, bit for bit, as one group.
+  std::vector<size_t> order(ys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ys[a] < ys[b]; });
+  std::vector<int32_t> sy, sx;
+  std::vector<float> sorted_patches;
+  for (size_t i : order) {
+    sy.push_back(ys[i]), sx.push_back(xs[i]);
+    sorted_patches.insert(sorted_patches.end(), patches.begin() + std::ptrdiff_t(i * kH * kW),
+                          patches.begin() + std::ptrdiff_t((i + 1) * kH * kW));
+  }
+  const Outputs one = sparse(net, plane, 1, ph, pw, image, sy, sx);
+  int64_t groups = 0;
+  const Outputs grouped =
+      sparse(net, plane, 1, ph, pw, image, sy, sx, nullptr, kOH * (pw - kK + 1), &groups);
+  EXPECT_GE(groups, 3);
+  EXPECT_EQ(grouped.a, one.a);
+  EXPECT_EQ(grouped.b, one.b);
+  expect_near(one, dense(net, sorted_patches, n), 1e-5);
 }
 
 // A window reaching outside the index and a weight of the wrong size are rejected by name.
@@ -242,14 +283,14 @@ TEST_P(SparseConvDenseTest, RejectsWindowsOutsideTheIndexAndWrongWeights) {
   const auto d = make_view<2>(static_cast<const float*>(delta.view().data), {4, 2});
   const auto o = make_view<2>(out.view().data, {1, 4});
   try {
-    sparse_dense1(q, idx, d, {w.const_view(), y.const_view(), y.const_view(), 4, 2}, dw, o);
+    sparse_dense1(q, idx, d, 0, {w.const_view(), y.const_view(), y.const_view(), 4, 2}, dw, o);
     ADD_FAILURE() << "a 4-row window at row 1 of a 4-row index was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("window 0"), std::string::npos) << e.what();
   }
   try {
-    sparse_dense1(q, idx, d, {w.const_view(), y.const_view(), y.const_view(), 3, 3}, dw, o);
+    sparse_dense1(q, idx, d, 0, {w.const_view(), y.const_view(), y.const_view(), 3, 3}, dw, o);
     ADD_FAILURE() << "a weight of 16 rows for 3x3 positions x 2 channels was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
