@@ -13,6 +13,7 @@
 #include "cases/reduce_cases.h"
 #include "cases/scan_cases.h"
 #include "cases/softmax_cases.h"
+#include "cases/sparse_conv_dense_cases.h"
 #include "kaas/common/error.h"
 
 namespace kaas::cases {
@@ -24,7 +25,7 @@ std::span<const KernelCases> kernel_registry() {
       {"gemm", gemm_cases},           {"elementwise", elementwise_cases},
       {"mlp_heads", mlp_heads_cases}, {"conv2d", conv2d_cases},
       {"patches", patches_cases},     {"knn", knn_cases},
-      {"convert", convert_cases},
+      {"convert", convert_cases},     {"sparse_conv_dense", sparse_conv_dense_cases},
   };
   return registry;
 }

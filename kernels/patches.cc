@@ -54,6 +54,26 @@ void downsample_image(const Queue& queue, View2<const float> image, View2<float>
                      config);
 }
 
+// Rejects the first hit outside the image (one value read back: synchronises the queue).
+static void check_hits_inside(const Queue& queue, int64_t wires, int64_t ticks,
+                              View1<const int32_t> hit_wire, View1<const float> hit_time,
+                              const char* where) {
+  auto first_bad = make_device_buffer<int32_t>(queue, 1);
+  const std::vector<int32_t> none = {INT32_MAX};
+  copy_to_device(queue, std::span<const int32_t>(none), first_bad);
+  KAAS_LAUNCH(queue, hit_check_launch, queue, wires, ticks, hit_wire, hit_time, first_bad.view());
+  const int32_t bad = to_host(queue, first_bad)[0];
+  if (bad != INT32_MAX) {
+    const auto w = to_host(queue, make_view(&hit_wire[bad], 1));
+    const auto t = to_host(queue, make_view(&hit_time[bad], 1));
+    std::ostringstream expected, received;  // (g++ 12 misreports "literal" + std::string&&)
+    expected << "inside the image: wire in [0, " << wires << "), time in [0, " << ticks << ")";
+    received << "(" << w[0] << ", " << t[0] << ")";
+    require(false, where, "hit " + std::to_string(bad) + " (wire, time)", expected.str(),
+            received.str());
+  }
+}
+
 void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t ticks,
                      View1<const int32_t> hit_wire, View1<const float> hit_time,
                      View<float, 3> patches, View1<uint8_t> fiducial, const PatchParams& params,
@@ -79,24 +99,37 @@ void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t
   require(hits <= INT32_MAX, where, "hits", "< 2^31", std::to_string(hits));
   if (hits == 0) return;
 
-  auto first_bad = make_device_buffer<int32_t>(queue, 1);
-  const std::vector<int32_t> none = {INT32_MAX};
-  copy_to_device(queue, std::span<const int32_t>(none), first_bad);
-  KAAS_LAUNCH(queue, hit_check_launch, queue, downsampled.extent[0], ticks, hit_wire, hit_time,
-              first_bad.view());
-  const int32_t bad = to_host(queue, first_bad)[0];
-  if (bad != INT32_MAX) {
-    const auto w = to_host(queue, make_view(&hit_wire[bad], 1));
-    const auto t = to_host(queue, make_view(&hit_time[bad], 1));
-    std::ostringstream expected, received;  // (g++ 12 misreports "literal" + std::string&&)
-    expected << "inside the image: wire in [0, " << downsampled.extent[0] << "), time in [0, "
-             << ticks << ")";
-    received << "(" << w[0] << ", " << t[0] << ")";
-    require(false, where, "hit " + std::to_string(bad) + " (wire, time)", expected.str(),
-            received.str());
-  }
+  check_hits_inside(queue, downsampled.extent[0], ticks, hit_wire, hit_time, where);
   KAAS_RETURN_LAUNCH(queue, patch_launch, queue, downsampled, hit_wire, hit_time, patches, fiducial,
                      scaling_of(params), patch_zero_level(params), config);
+}
+
+void patch_windows(const Queue& queue, View2<const float> downsampled, int64_t ticks,
+                   View1<const int32_t> hit_wire, View1<const float> hit_time, View2<float> padded,
+                   View1<int32_t> row, View1<int32_t> column, View1<uint8_t> fiducial,
+                   const PatchParams& params) {
+  const char* where = "patch_windows";
+  check_params(params, where);
+  detail::check_view(downsampled, where, "downsampled");
+  detail::check_view(padded, where, "padded");
+  const int64_t hits = hit_wire.extent[0];
+  const int64_t wires = downsampled.extent[0], bins = downsampled.extent[1];
+  detail::check_same_extent(downsampled_bins(ticks, params), bins, where,
+                            "downsampled bins (ticks / drift_window)");
+  detail::check_same_extent(wires + params.patch_wires, padded.extent[0], where,
+                            "padded rows (wires + patch_wires)");
+  detail::check_same_extent(bins + params.patch_bins, padded.extent[1], where,
+                            "padded columns (bins + patch_bins)");
+  for (const int64_t extent :
+       {hit_time.extent[0], row.extent[0], column.extent[0], fiducial.extent[0]})
+    detail::check_same_extent(hits, extent, where, "hit_time, row, column and fiducial extents");
+  require(hits <= INT32_MAX, where, "hits", "< 2^31", std::to_string(hits));
+  KAAS_LAUNCH(queue, pad_launch, queue, downsampled, padded, params.patch_wires / 2,
+              params.patch_bins / 2, patch_zero_level(params));
+  if (hits == 0) return;
+  check_hits_inside(queue, wires, ticks, hit_wire, hit_time, where);
+  KAAS_LAUNCH(queue, window_launch, queue, wires, bins, hit_wire, hit_time, row, column, fiducial,
+              params.drift_window, params.patch_wires, params.patch_bins);
 }
 
 void aggregate_clusters(const Queue& queue, View2<const float> scores,

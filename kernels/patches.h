@@ -51,6 +51,16 @@ void extract_patches(const Queue& queue, View2<const float> downsampled, int64_t
                      View<float, 3> patches, View1<uint8_t> fiducial,
                      const PatchParams& params = {}, LaunchConfig config = {});
 
+// The plane and hit windows for the sparse plan (kernels/sparse_conv_dense.h): `padded`
+// [wires + patch_wires, bins + patch_bins] is the downsampled plane inside a border of ADC-0
+// cells (patch_wires / 2 rows above, patch_bins / 2 columns to the left), so hit h's patch is
+// padded rows row[h] ... and columns column[h] ... (row = wire, column = floor(time /
+// drift_window)); fiducial as extract_patches. The same hit check as extract_patches.
+void patch_windows(const Queue& queue, View2<const float> downsampled, int64_t ticks,
+                   View1<const int32_t> hit_wire, View1<const float> hit_time, View2<float> padded,
+                   View1<int32_t> row, View1<int32_t> column, View1<uint8_t> fiducial,
+                   const PatchParams& params = {});
+
 // scores [H, 4]; cluster c owns cluster_hits[cluster_splits[c] .. cluster_splits[c+1]).
 void aggregate_clusters(const Queue& queue, View2<const float> scores,
                         View1<const uint8_t> fiducial, View1<const int64_t> cluster_splits,
@@ -71,6 +81,11 @@ KAAS_DECLARE_LAUNCHER(void, hit_check_launch,
 KAAS_DECLARE_LAUNCHER(void, patch_launch,
                       (const Queue&, View2<const float>, View1<const int32_t>, View1<const float>,
                        View<float, 3>, View1<uint8_t>, PatchScaling, float, LaunchConfig))
+KAAS_DECLARE_LAUNCHER(void, pad_launch,
+                      (const Queue&, View2<const float>, View2<float>, int64_t, int64_t, float))
+KAAS_DECLARE_LAUNCHER(void, window_launch,
+                      (const Queue&, int64_t, int64_t, View1<const int32_t>, View1<const float>,
+                       View1<int32_t>, View1<int32_t>, View1<uint8_t>, int, int64_t, int64_t))
 KAAS_DECLARE_LAUNCHER(void, aggregate_launch,
                       (const Queue&, View2<const float>, View1<const uint8_t>, View1<const int64_t>,
                        View1<const int32_t>, View2<float>, LaunchConfig))

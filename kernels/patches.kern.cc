@@ -15,6 +15,13 @@ KAAS_DEVICE inline float scale_sample(const PatchScaling& s, float mean) {
   return (clamped - s.adc_min) * s.out_range / s.adc_range + s.out_min;
 }
 
+// 1 when the hit is at least pw/8 wires and pb/8 bins from every plane edge.
+KAAS_DEVICE inline uint8_t is_fiducial(int64_t wire, int64_t bin, int64_t wires, int64_t bins,
+                                       int64_t pw, int64_t pb) {
+  const int64_t margin_w = pw / 8, margin_b = pb / 8;
+  return wire >= margin_w && wire < wires - margin_w && bin >= margin_b && bin < bins - margin_b;
+}
+
 struct DownsampleKernel {
   static constexpr const char* kName = "downsample_image";
   KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> image, View2<float> down,
@@ -64,12 +71,38 @@ struct PatchKernel {
           patches(h, i, j) = wire_inside && j >= j_lo && j < j_hi ? down(w, b0 + j) : zero_level;
         }
       }
-      for ([[maybe_unused]] int64_t e : group_elements(ctx, 1)) {
-        const int64_t margin_w = pw / 8, margin_b = pb / 8;
-        const int64_t w = wire[h];
-        fiducial[h] =
-            w >= margin_w && w < wires - margin_w && bin >= margin_b && bin < bins - margin_b;
-      }
+      for ([[maybe_unused]] int64_t e : group_elements(ctx, 1))
+        fiducial[h] = is_fiducial(wire[h], bin, wires, bins, pw, pb);
+    }
+  }
+};
+
+// The plane inside a border of ADC-0 cells: padded(i, j) = down(i - pw/2, j - pb/2).
+struct PadKernel {
+  static constexpr const char* kName = "patch_windows.pad";
+  KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> down, View2<float> padded,
+                              int64_t top, int64_t left, float zero_level) const {
+    const int64_t wires = down.extent[0], bins = down.extent[1], width = padded.extent[1];
+    for (int64_t i : uniform_elements(ctx, padded.extent[0] * width)) {
+      const int64_t w = i / width - top, b = i % width - left;
+      padded(i / width, i % width) =
+          w >= 0 && w < wires && b >= 0 && b < bins ? down(w, b) : zero_level;
+    }
+  }
+};
+
+// A hit's patch origin in the padded plane is (wire, bin): the padding is half a patch.
+struct WindowKernel {
+  static constexpr const char* kName = "patch_windows";
+  KAAS_KERNEL void operator()(const Ctx& ctx, int64_t wires, int64_t bins,
+                              View1<const int32_t> wire, View1<const float> time,
+                              View1<int32_t> row, View1<int32_t> column, View1<uint8_t> fiducial,
+                              int window, int64_t pw, int64_t pb) const {
+    for (int64_t h : uniform_elements(ctx, wire.extent[0])) {
+      const int64_t bin = static_cast<int64_t>(time[h]) / window;  // time >= 0: floor
+      row[h] = wire[h];
+      column[h] = static_cast<int32_t>(bin);
+      fiducial[h] = is_fiducial(wire[h], bin, wires, bins, pw, pb);
     }
   }
 };
@@ -132,6 +165,19 @@ void patch_launch(const Queue& queue, View2<const float> down, View1<const int32
   const int64_t groups = config.groups_or(grid_groups(queue, wire.extent[0]));
   launch(queue, groups, size, 0, PatchKernel{}, down, wire, time, patches, fiducial, scaling,
          zero_level);
+}
+
+void pad_launch(const Queue& queue, View2<const float> down, View2<float> padded, int64_t top,
+                int64_t left, float zero_level) {
+  launch(queue, element_grid(queue, padded.extent[0] * padded.extent[1], 256), 256, 0, PadKernel{},
+         down, padded, top, left, zero_level);
+}
+
+void window_launch(const Queue& queue, int64_t wires, int64_t bins, View1<const int32_t> wire,
+                   View1<const float> time, View1<int32_t> row, View1<int32_t> column,
+                   View1<uint8_t> fiducial, int window, int64_t pw, int64_t pb) {
+  launch(queue, element_grid(queue, wire.extent[0], 256), 256, 0, WindowKernel{}, wires, bins, wire,
+         time, row, column, fiducial, window, pw, pb);
 }
 
 void aggregate_launch(const Queue& queue, View2<const float> scores, View1<const uint8_t> fiducial,

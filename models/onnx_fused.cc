@@ -62,6 +62,8 @@ View2<const float> weight_view(const float* data, const Shape& shape, bool trans
   return w;
 }
 
+}  // namespace
+
 DenseLayer dense_layer(const Op& op, const std::vector<Shape>& shapes,
                        const std::function<float*(int)>& data_of) {
   DenseLayer l;
@@ -72,8 +74,6 @@ DenseLayer dense_layer(const Op& op, const std::vector<Shape>& shapes,
   l.epilogue = p.epilogue;
   return l;
 }
-
-}  // namespace
 
 std::optional<ConvDenseHeads> match_conv_dense_heads(const Graph& g, std::string& why_not) {
   const auto shapes = infer_shapes(g, 1);

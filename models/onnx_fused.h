@@ -51,6 +51,10 @@ void run_conv_dense_heads(const Queue& queue, const Graph& graph, const ConvDens
                           const std::function<float*(int)>& data_of,
                           const FusedOperands<T>& operands, const FusedBuffers& buffers);
 
+// A matched dense layer (a hidden layer or a head) as mlp_two_heads takes it.
+DenseLayer dense_layer(const Op& op, const std::vector<std::vector<int64_t>>& shapes,
+                       const std::function<float*(int)>& data_of);
+
 // Slab rows per pass for a batch tile under a byte budget (at least one row), for slab elements
 // of `element_bytes`.
 int64_t slab_rows(const Graph& graph, const ConvDenseHeads& plan,

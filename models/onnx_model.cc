@@ -1,6 +1,8 @@
 #include "kaas/models/onnx_model.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -19,6 +21,7 @@
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"
 #include "kaas/models/onnx_reduced_ops.h"
+#include "kaas/models/onnx_sparse.h"
 
 namespace kaas::models {
 
@@ -83,19 +86,23 @@ class OnnxModel final : public OnnxDeviceModel {
   const Queue& queue() const override { return queue_; }
   float* device_input(size_t index) override { return data(graph_.inputs.at(index)); }
 
+  const SparseNetwork* sparse_network() const override {
+    return sparse_ ? &sparse_->network() : nullptr;
+  }
+  LastRun last_run() const override { return {last_run_sparse_, last_active_}; }
+
   std::vector<const float*> run_device(int64_t batch) override {
     require(!graph_.batched || (batch >= 1 && batch <= max_batch_), "model '" + name_ + "'",
             "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
-    if (fused_ && !run_unfused_) {
+    last_run_sparse_ = false;
+    last_active_ = -1;
+    if (sparse_ && choose_sparse()) {
+      run_sparse();
+    } else if (fused_ && !run_unfused_) {
       run_fused();
     } else {
-      const std::function<float*(int)> data_of = [this](int v) { return data(v); };
-      const onnx_import::RunContext context{queue_, shapes_, data_of};
-      for (const Op& op : graph_.ops) {
-        if (reduced_ops_ && reduced_ops_->run(context, op)) continue;
-        if (op.def->run != nullptr) op.def->run(context, op);
-      }
+      run_unfused();
     }
     std::vector<const float*> outputs;
     for (const auto& output : graph_.outputs) outputs.push_back(data(output.second));
@@ -305,6 +312,98 @@ class OnnxModel final : public OnnxDeviceModel {
                     " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
                     "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
     plan_fused_execution(tile);
+    plan_sparse();
+  }
+
+  // The sparse execution beside the fused plan (fp32): built unless the options say dense;
+  // in kAuto, timed at load on all-charged and all-zero patches against the dense plan.
+  void plan_sparse() {
+    if (options_.precision != Precision::kFp32 || options_.sparse == SparsePlan::kDense) return;
+    const int64_t batch = std::max<int64_t>(max_batch_, 1);
+    const std::function<float*(int)> data_of = [this](int v) { return data(v); };
+    sparse_ = std::make_unique<onnx_import::SparseFused>(queue_, graph_, *fused_, max_shapes_,
+                                                         data_of, batch, options_.fused_slab_bytes);
+    sparse_dense1_ = make_device_buffer<float>(
+        queue_, size_t(batch * max_shapes_[graph_.ops[fused_->dense1].output][1]));
+    const auto before_summary = plan_.end() - 1;
+    plan_.insert(before_summary, sparse_->describe());
+    std::string rule;
+    const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
+    if (options_.sparse == SparsePlan::kSparse) {
+      rule = "sparse: every batch (the model's option)";
+    } else if (mode == planner::Mode::kFixed) {
+      rule = "sparse: not used (the planner's fixed mode runs the dense plan)";
+    } else {
+      rule = measure_sparse(batch);
+    }
+    plan_.insert(plan_.end() - 1, rule);
+  }
+
+  // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input;
+  // returns the plan-log line.
+  std::string measure_sparse(int64_t batch) {
+    const int input = graph_.ops[fused_->conv].inputs[0];
+    const size_t count = size_t(element_count(max_shapes_[input]));
+    auto best_of = [&](const std::function<void()>& run) {
+      double best = 1e30;
+      for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        queue_.wait();
+        best = std::min(
+            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return best;
+    };
+    auto fill = [&](float value) {
+      std::vector<float> values(count, value);
+      copy_to_device(queue_, std::span<const float>(values), storage(input));
+      queue_.wait();
+    };
+    shapes_ = max_shapes_;
+    SparseNetwork& net = sparse_->network();
+    fill(1.0f);
+    const double dense = best_of([&] { run_unfused_ ? run_unfused() : run_fused(); });
+    const double full = best_of([&] {
+      sparse_->index(batch, data(input));
+      run_sparse_indexed(batch);
+    });
+    fill(0.0f);
+    const double empty = best_of([&] {
+      sparse_->index(batch, data(input));
+      run_sparse_indexed(batch);
+    });
+    net.dense_row_s = dense / double(batch);
+    net.sparse_full_row_s = full / double(batch);
+    net.sparse_empty_row_s = empty / double(batch);
+    const double breakeven = full > empty ? (dense - empty) / (full - empty) : 1.0;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "sparse planner: batch %lld dense %.2f ms, sparse %.2f ms with no charge and "
+                  "%.2f ms with every window charged: sparse below %.0f %% of positions active",
+                  static_cast<long long>(batch), dense * 1e3, empty * 1e3, full * 1e3,
+                  std::clamp(breakeven, 0.0, 1.0) * 100);
+    return line;
+  }
+
+  // kSparse: always; kAuto: when the batch's measured occupancy says it pays.
+  bool choose_sparse() {
+    const SparseNetwork& net = sparse_->network();
+    if (options_.sparse != SparsePlan::kSparse && net.dense_row_s <= 0) return false;
+    const int input = graph_.ops[fused_->conv].inputs[0];
+    last_active_ = sparse_->index(shapes_[input][0], data(input));
+    return options_.sparse == SparsePlan::kSparse || net.sparse_pays(last_active_);
+  }
+
+  void run_sparse() {
+    run_sparse_indexed(shapes_[graph_.ops[fused_->conv].inputs[0]][0]);
+    last_run_sparse_ = true;
+  }
+
+  void run_sparse_indexed(int64_t n) {
+    const int input = graph_.ops[fused_->conv].inputs[0];
+    sparse_->run(n, data(input), sparse_dense1_.data(), data(graph_.ops[fused_->softmax].output),
+                 data(graph_.ops[fused_->head_b].output));
   }
 
   // The planner's candidates for the fused plan on the CPU backends: thread split x first-layer
@@ -483,6 +582,15 @@ class OnnxModel final : public OnnxDeviceModel {
     return impl;
   }
 
+  void run_unfused() {
+    const std::function<float*(int)> data_of = [this](int v) { return data(v); };
+    const onnx_import::RunContext context{queue_, shapes_, data_of};
+    for (const Op& op : graph_.ops) {
+      if (reduced_ops_ && reduced_ops_->run(context, op)) continue;
+      if (op.def->run != nullptr) op.def->run(context, op);
+    }
+  }
+
   void run_fused() {
     const onnx_import::FusedBuffers buffers{fused_dense1_.data(), options_.fused_batch_tile,
                                             fused_rows_per_pass_, fused_split_,
@@ -541,6 +649,10 @@ class OnnxModel final : public OnnxDeviceModel {
   Conv2dImpl fused_conv_impl_ = Conv2dImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16
+  std::unique_ptr<onnx_import::SparseFused> sparse_;      // the fused plan's sparse execution
+  DeviceBuffer<float> sparse_dense1_;
+  bool last_run_sparse_ = false;
+  double last_active_ = -1;
   std::mutex mutex_;
 };
 
@@ -550,6 +662,26 @@ std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& 
                                                         const Backend& backend,
                                                         const OnnxModelOptions& options) {
   return std::make_unique<OnnxModel>(model, backend, options);
+}
+
+std::string_view to_string(SparsePlan plan) {
+  switch (plan) {
+    case SparsePlan::kDense:
+      return "dense";
+    case SparsePlan::kSparse:
+      return "sparse";
+    case SparsePlan::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+SparsePlan sparse_plan_from_string(std::string_view text, const std::string& where) {
+  for (SparsePlan p : {SparsePlan::kAuto, SparsePlan::kDense, SparsePlan::kSparse})
+    if (text == to_string(p)) return p;
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      where + ": sparse plan must be auto, dense or sparse, not '" + std::string(text) + "'");
 }
 
 bool onnx_model_is_batched(const onnx::ModelProto& model) {

@@ -22,7 +22,9 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/backends/queue.h"
+#include "kaas/kernels/mlp_heads.h"
 #include "kaas/kernels/planner.h"
+#include "kaas/kernels/sparse_conv_dense.h"
 #include "kaas/models/model.h"
 #include "kaas/models/precision.h"
 
@@ -33,6 +35,14 @@ enum class FusedPlan {
   kOff,      // always unfused
   kRequire,  // fused or a kUnimplemented error saying why the graph does not match
 };
+
+// Whether the fused plan skips the conv windows that see only zeros (kernels/sparse_conv_dense.h;
+// fp32 only). kAuto: per batch, from the batch's measured occupancy and the timings the model
+// took at load (sparse where predicted faster); in the planner's fixed mode, dense.
+enum class SparsePlan { kAuto, kDense, kSparse };
+std::string_view to_string(SparsePlan plan);
+// "auto", "dense" or "sparse"; anything else throws kInvalidArgument naming `where`.
+SparsePlan sparse_plan_from_string(std::string_view text, const std::string& where);
 
 struct OnnxModelOptions {
   std::string name = "model";
@@ -52,6 +62,20 @@ struct OnnxModelOptions {
   // avx512_bf16 vdpbf16ps"): nothing measured, nothing cached. Empty: the planner chooses. A name
   // that is not a candidate on this backend and CPU is rejected with the list of candidates.
   std::string fused_candidate;
+  SparsePlan sparse = SparsePlan::kAuto;
+};
+
+// The fused plan's network as the sparse kernels take it (device views, valid while the model
+// lives), and what the model measured at load: seconds per row of the dense plan, and of the
+// sparse plan on all-zero and on all-charged rows (0 when nothing was measured).
+struct SparseNetwork {
+  SparseConvWeights conv;
+  SparseDense1Weights dense1;
+  DenseLayer hidden, head_a, head_b;  // head_a: the softmax head (its softmax included)
+  int64_t in_h = 0, in_w = 0, channels = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
+  double dense_row_s = 0, sparse_empty_row_s = 0, sparse_full_row_s = 0;
+  // Whether the sparse plan is predicted faster for rows whose windows are `active` (0..1) active.
+  bool sparse_pays(double active) const;
 };
 
 // An imported model with device-level access, for models that chain the network with other
@@ -65,6 +89,15 @@ class OnnxDeviceModel : public Model {
   // model without a batch dimension). Returns the outputs' device pointers in signature order,
   // valid until the next call; the work is queued, not waited for.
   virtual std::vector<const float*> run_device(int64_t batch) = 0;
+  // The network for the sparse kernels; nullptr unless the fused plan runs in fp32.
+  virtual const SparseNetwork* sparse_network() const = 0;
+  // Whether the last run took the sparse execution, and the fraction of conv positions active
+  // in its batch (-1 when not looked at).
+  struct LastRun {
+    bool sparse = false;
+    double active = -1;
+  };
+  virtual LastRun last_run() const = 0;
 };
 
 std::unique_ptr<OnnxDeviceModel> make_onnx_device_model(const onnx::ModelProto& model,

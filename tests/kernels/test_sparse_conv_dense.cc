@@ -11,6 +11,7 @@
 #include "kaas/kernels/scan.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -186,6 +187,12 @@ class SparseConvDenseTest : public ::testing::TestWithParam<const Backend*> {
     for (size_t i = 0; i < got.b.size(); ++i) EXPECT_NEAR(got.b[i], want.b[i], tolerance) << i;
   }
 };
+
+// Every case of cases/sparse_conv_dense_cases.cc against the dense forward pass in double (the
+// EmTrkMichelId-sized ones where the host reference fits the test budget).
+TEST_P(SparseConvDenseTest, EveryCaseMatchesItsReference) {
+  expect_cases_pass(*GetParam(), "sparse_conv_dense");
+}
 
 // Every occupancy from empty to full, for both column counts: the sparse steps give the dense
 // plan's scores within reassociation, and the index counts exactly the windows touching charge.
