@@ -29,6 +29,58 @@ bool avx2_ready() {
   return ready;
 }
 
+bool host_cpu(const Queue& queue) {
+  const BackendId id = queue.backend_id();
+  return id == BackendId::kSerial || id == BackendId::kOpenmp;
+}
+
+// Step 1 on the CPU backends: per image, which inputs are non-zero, OR-ed over the kernel's
+// columns and then its rows; then the active positions numbered in order.
+int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, int64_t kw,
+                   View<int32_t, 3> index, View1<int32_t> offsets, View1<int32_t> positions) {
+  const int64_t n = images.extent[0], h = images.extent[1], w = images.extent[2];
+  const int64_t c = images.extent[3], oh = index.extent[1], ow = index.extent[2];
+  const bool parallel = queue.backend_id() == BackendId::kOpenmp;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        uint8_t any = 0;
+        for (int64_t k = 0; k < c; ++k) any |= images(i, y, x, k) != 0.0f;
+        nonzero[size_t(y * w + x)] = any;
+      }
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < ow; ++x) {
+        uint8_t any = 0;
+        for (int64_t d = 0; d < kw; ++d) any |= nonzero[size_t(y * w + x + d)];
+        columns[size_t(y * ow + x)] = any;
+      }
+    int32_t* out = &index(i, 0, 0);
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t x = 0; x < ow; ++x) out[y * ow + x] = 0;
+      for (int64_t d = 0; d < kh; ++d)
+        for (int64_t x = 0; x < ow; ++x) out[y * ow + x] |= columns[size_t((y + d) * ow + x)];
+    }
+  }
+  const int64_t total = n * oh * ow;
+  int32_t* flat = index.data;
+  int64_t count = 0;
+  for (int64_t i = 0; i < total; ++i) count += flat[i];
+  require(positions.extent[0] >= count && positions.stride[0] == 1, "sparse_conv_index",
+          "positions extent", ">= " + str(count) + " (the active positions)",
+          str(positions.extent[0]));
+  int32_t next = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    const bool active = flat[i] != 0;
+    offsets.data[i] = next;
+    if (active) positions.data[next] = int32_t(i);
+    flat[i] = active ? next : -1;
+    next += active;
+  }
+  return count;
+}
+
 }  // namespace
 
 std::vector<float> sparse_conv_constant(const std::vector<float>& conv_bias, int64_t channels,
@@ -81,6 +133,9 @@ int64_t sparse_conv_index(const Queue& queue, View<const float, 4> images, int64
   require(offsets.extent[0] >= total && offsets.stride[0] == 1, kWhere, "offsets extent",
           ">= " + str(total), str(offsets.extent[0]));
   if (total == 0) return 0;
+  if (host_cpu(queue) && images.stride[3] == 1) {
+    return host_index(queue, images, kernel_h, kernel_w, index, offsets, positions);
+  }
   KAAS_LAUNCH(queue, sparse_activity_launch, queue, images, kernel_h, kernel_w, index);
   View1<int32_t> flat = make_view(index.data, total);
   View1<int32_t> offs = make_view(offsets.data, total);
@@ -115,6 +170,43 @@ void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
           "at least [" + str(positions.extent[0]) + ", " + str(w[0]) + "]",
           shape_string(delta.extent));
   if (positions.extent[0] == 0) return;
+  const int64_t vector = avx512_ready() ? 16 : 8;
+  const bool contiguous = images.stride[3] == 1 && images.stride[2] == images.extent[3] &&
+                          images.stride[1] == images.extent[2] * images.extent[3] &&
+                          images.stride[0] == images.extent[1] * images.stride[1];
+  if (host_cpu(queue) && (avx512_ready() || avx2_ready()) && w[0] % vector == 0 &&
+      w[0] <= 4 * vector && contiguous && delta.stride[1] == 1 && positions.stride[0] == 1 &&
+      config.groups == 0 && config.group_size == 0) {
+    // The weight tap-major ([kh][kw][c][oc]) so each tap's channels are one contiguous row.
+    std::vector<float> weight_t(size_t(w[0] * w[1] * w[2] * w[3]));
+    for (int64_t o = 0; o < w[0]; ++o)
+      for (int64_t c = 0; c < w[1]; ++c)
+        for (int64_t dy = 0; dy < w[2]; ++dy)
+          for (int64_t dx = 0; dx < w[3]; ++dx)
+            weight_t[size_t(((dy * w[3] + dx) * w[1] + c) * w[0] + o)] =
+                weights.conv_weight(o, c, dy, dx);
+    std::vector<float> bias;
+    if (weights.conv_bias.extent[0] > 0)
+      for (int64_t o = 0; o < w[0]; ++o) bias.push_back(weights.conv_bias[o]);
+    std::vector<float> constant;
+    for (int64_t o = 0; o < w[0]; ++o) constant.push_back(weights.conv_constant[o]);
+    simd::SparseConvArgs args{};
+    args.images = images.data;
+    args.height = images.extent[1], args.width = images.extent[2], args.channels = images.extent[3];
+    args.weight_t = weight_t.data();
+    args.bias = bias.empty() ? nullptr : bias.data();
+    args.epilogue = weights.conv_epilogue;
+    args.constant = constant.data();
+    args.positions = positions.data;
+    args.count = positions.extent[0];
+    args.kernel_h = w[2], args.kernel_w = w[3];
+    args.out_h = images.extent[1] - w[2] + 1, args.out_w = images.extent[2] - w[3] + 1;
+    args.oc = w[0];
+    args.delta = delta.data, args.delta_stride = delta.stride[0];
+    args.parallel = queue.backend_id() == BackendId::kOpenmp;
+    return avx512_ready() ? simd::sparse_conv_delta_avx512(args)
+                          : simd::sparse_conv_delta_avx2(args);
+  }
   KAAS_LAUNCH(queue, sparse_conv_delta_launch, queue, images, weights, positions, delta, config);
 }
 

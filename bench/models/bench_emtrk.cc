@@ -102,6 +102,29 @@ models::HostTensor random_patches(int64_t batch) {
                                          {batch, kPatch, kPatch, 1}, values);
 }
 
+// Zero-suppressed patches: a straight band of charge through each patch (random direction, through
+// a random point of the central quarter), as wide as makes `occupancy` of the pixels non-zero; the
+// rest exactly 0. occupancy 1: random_patches (noise everywhere).
+models::HostTensor band_patches(int64_t batch, double occupancy) {
+  if (occupancy >= 1.0) return random_patches(batch);
+  std::mt19937 rng(777u + uint32_t(batch));
+  std::uniform_real_distribution<float> charge(0.5f, 15.0f), angle(0.0f, 3.14159265f),
+      centre(kPatch * 0.375f, kPatch * 0.625f);
+  std::vector<float> values(size_t(batch * kPatch * kPatch), 0.0f);
+  const float half_width = float(occupancy) * kPatch / 2;
+  for (int64_t p = 0; p < batch; ++p) {
+    const float a = angle(rng), cy = centre(rng), cx = centre(rng);
+    for (int64_t i = 0; i < kPatch; ++i)
+      for (int64_t j = 0; j < kPatch; ++j) {
+        const float distance =
+            std::abs(-(float(i) - cy) * std::sin(a) + (float(j) - cx) * std::cos(a));
+        if (distance < half_width) values[size_t((p * kPatch + i) * kPatch + j)] = charge(rng);
+      }
+  }
+  return models::HostTensor::make<float>("main_input", models::DataType::kFloat32,
+                                         {batch, kPatch, kPatch, 1}, values);
+}
+
 // Sets the OpenMP thread count for one benchmark and restores it afterwards.
 class OmpThreads {
  public:
@@ -151,6 +174,46 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
     std::string label = plan.back();
     for (const std::string& line : plan) {
       if (line.rfind("planner: ", 0) == 0) label += "; " + line;
+    }
+    state.SetLabel(label);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// The fused plan on zero-suppressed patches (band_patches) with the sparse execution off, pinned
+// or chosen per batch by the planner (OnnxModelOptions::sparse). Counters: the non-zero pixel
+// fraction, the fraction of conv positions whose window touches charge, and whether the last run
+// took the sparse execution.
+void emtrk_sparse(benchmark::State& state, const Backend* backend, models::SparsePlan plan,
+                  double occupancy) {
+  const int64_t batch = state.range(0);
+  const int threads = int(state.range(1));
+  const OmpThreads omp_threads(threads);
+  try {
+    models::OnnxModelOptions options;
+    options.name = "emtrk";
+    options.max_batch = batch;
+    options.fused = models::FusedPlan::kRequire;
+    options.sparse = plan;
+    const auto model = models::make_onnx_device_model(emtrk_model().proto, *backend, options);
+    const std::vector<models::HostTensor> inputs = {band_patches(batch, occupancy)};
+    const auto pixels = inputs[0].values<float>();
+    const double nonzero =
+        double(std::count_if(pixels.begin(), pixels.end(), [](float v) { return v != 0.0f; })) /
+        double(pixels.size());
+    for (auto _ : state) {
+      auto outputs = model->run(inputs);
+      benchmark::DoNotOptimize(outputs.data());
+    }
+    set_patch_counters(state, batch, threads);
+    state.counters["pixels_nonzero"] = nonzero;
+    state.counters["positions_active"] = model->last_run().active;
+    state.counters["ran_sparse"] = model->last_run().sparse ? 1 : 0;
+    std::string label;
+    for (const std::string& line : model->describe()) {
+      if (line.rfind("sparse planner: ", 0) == 0 || line.rfind("planner: ", 0) == 0)
+        label += (label.empty() ? "" : "; ") + line;
     }
     state.SetLabel(label);
   } catch (const std::exception& e) {
@@ -452,6 +515,17 @@ void register_emtrk() {
                                              models::FusedPlan::kRequire, precision),
                 threads)
           ->UseRealTime();
+    }
+    for (const auto plan :
+         {models::SparsePlan::kDense, models::SparsePlan::kSparse, models::SparsePlan::kAuto}) {
+      for (const double occupancy : {0.1, 1.0}) {
+        const std::string bench = "emtrk/" + name + "/zs" + std::to_string(int(occupancy * 100)) +
+                                  "_" + std::string(to_string(plan));
+        configure(
+            benchmark::RegisterBenchmark(bench.c_str(), emtrk_sparse, backend, plan, occupancy),
+            threads)
+            ->UseRealTime();
+      }
     }
     configure(
         benchmark::RegisterBenchmark(("emtrk/" + name + "/unfused").c_str(), emtrk_kaas, backend,

@@ -20,12 +20,18 @@ struct Ymm {
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg broadcast(float x) { return _mm256_set1_ps(x); }
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
 };
 
 }  // namespace
 
 bool sparse_dense1_avx2_compiled() {
   return true;
+}
+
+void sparse_conv_delta_avx2(const SparseConvArgs& args) {
+  sparse_tiles::conv_delta<Ymm>(args);
 }
 
 void sparse_dense1_avx2(const SparseDense1Args& args) {
@@ -40,6 +46,10 @@ namespace kaas::simd {
 
 bool sparse_dense1_avx2_compiled() {
   return false;
+}
+
+void sparse_conv_delta_avx2(const SparseConvArgs&) {
+  throw Error(ErrorCode::kInternal, "sparse_conv_delta: the CPU fast path is not compiled in");
 }
 
 void sparse_dense1_avx2(const SparseDense1Args&) {

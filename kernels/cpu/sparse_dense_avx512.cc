@@ -20,12 +20,18 @@ struct Zmm {
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg broadcast(float x) { return _mm512_set1_ps(x); }
   static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg max(Reg a, Reg b) { return _mm512_maskz_max_ps(__mmask16(0xFFFF), a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
 };
 
 }  // namespace
 
 bool sparse_dense1_avx512_compiled() {
   return true;
+}
+
+void sparse_conv_delta_avx512(const SparseConvArgs& args) {
+  sparse_tiles::conv_delta<Zmm>(args);
 }
 
 void sparse_dense1_avx512(const SparseDense1Args& args) {
@@ -40,6 +46,10 @@ namespace kaas::simd {
 
 bool sparse_dense1_avx512_compiled() {
   return false;
+}
+
+void sparse_conv_delta_avx512(const SparseConvArgs&) {
+  throw Error(ErrorCode::kInternal, "sparse_conv_delta: the CPU fast path is not compiled in");
 }
 
 void sparse_dense1_avx512(const SparseDense1Args&) {

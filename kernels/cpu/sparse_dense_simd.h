@@ -28,7 +28,26 @@ struct SparseDense1Args {
   bool parallel;                 // spread tiles over the caller's OpenMP threads
 };
 
+// The conv at listed positions (sparse_conv_delta): images [n, h, w, c] contiguous, the weight
+// transposed to [kh * kw * c][oc] (tap-major), oc a multiple of the vector width (at most 4
+// vectors); delta[p] = act(bias + w . window) - constant.
+struct SparseConvArgs {
+  const float* images;
+  int64_t height, width, channels;
+  const float* weight_t;  // [kh * kw * channels][oc]
+  const float* bias;      // [oc] or nullptr
+  Epilogue epilogue;
+  const float* constant;  // [oc]
+  const int32_t* positions;
+  int64_t count, kernel_h, kernel_w, out_h, out_w, oc;
+  float* delta;
+  int64_t delta_stride;
+  bool parallel;
+};
+
 bool sparse_dense1_avx512_compiled();
+void sparse_conv_delta_avx512(const SparseConvArgs& args);
+void sparse_conv_delta_avx2(const SparseConvArgs& args);
 void sparse_dense1_avx512(const SparseDense1Args& args);
 bool sparse_dense1_avx2_compiled();
 void sparse_dense1_avx2(const SparseDense1Args& args);

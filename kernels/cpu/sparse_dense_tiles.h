@@ -89,4 +89,58 @@ void run(const SparseDense1Args& a) {
   }
 }
 
+// The conv at positions p .. p + P - 1: the channels in vectors, one broadcast input value per
+// tap and position; P positions interleaved so the FMA chains overlap.
+template <class V, int P>
+inline void conv_positions(const SparseConvArgs& a, int64_t p) {
+  constexpr int kMaxVectors = 4;
+  typename V::Reg acc[P][kMaxVectors];
+  const float* rows[P];
+  const int vectors = int(a.oc / V::kLanes);
+  for (int q = 0; q < P; ++q) {
+    const int64_t flat = a.positions[p + q];
+    const int64_t n = flat / (a.out_h * a.out_w), y = flat / a.out_w % a.out_h, x = flat % a.out_w;
+    rows[q] = a.images + ((n * a.height + y) * a.width + x) * a.channels;
+    for (int v = 0; v < kMaxVectors; ++v)
+      acc[q][v] = a.bias && v < vectors ? V::load(a.bias + v * V::kLanes) : V::broadcast(0.0f);
+  }
+  const float* w = a.weight_t;
+  const int64_t row_values = a.kernel_w * a.channels, image_row = a.width * a.channels;
+  for (int64_t dy = 0; dy < a.kernel_h; ++dy) {
+    for (int64_t t = 0; t < row_values; ++t, w += a.oc) {
+      for (int q = 0; q < P; ++q) {
+        const typename V::Reg xv = V::broadcast(rows[q][dy * image_row + t]);
+        for (int v = 0; v < kMaxVectors; ++v)
+          if (v < vectors) acc[q][v] = V::fmadd(xv, V::load(w + v * V::kLanes), acc[q][v]);
+      }
+    }
+  }
+  const bool relu = a.epilogue.activation == Activation::kRelu;
+  for (int q = 0; q < P; ++q) {
+    float* out = a.delta + (p + q) * a.delta_stride;
+    for (int v = 0; v < vectors; ++v) {
+      const typename V::Reg c = V::load(a.constant + v * V::kLanes);
+      if (relu) {
+        V::store(out + v * V::kLanes, V::sub(V::max(acc[q][v], V::broadcast(0.0f)), c));
+      } else {
+        V::store(out + v * V::kLanes, acc[q][v]);
+        for (int64_t o = v * V::kLanes; o < (v + 1) * V::kLanes; ++o)
+          out[o] = apply(a.epilogue, out[o]) - a.constant[o];
+      }
+    }
+  }
+}
+
+// The conv at each listed position (at most 4 vectors of channels).
+template <class V>
+void conv_delta(const SparseConvArgs& a) {
+  const int64_t pairs = a.count / 2;
+#if defined(_OPENMP)
+  const bool parallel = a.parallel && a.count > 256 && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel) num_threads(openmp::requested_team())
+#endif
+  for (int64_t i = 0; i < pairs; ++i) conv_positions<V, 2>(a, 2 * i);
+  if (a.count % 2 == 1) conv_positions<V, 1>(a, a.count - 1);
+}
+
 }  // namespace kaas::simd::sparse_tiles
