@@ -40,6 +40,16 @@ inline void accumulate(const SparseDense1Args& a, const float* w, const int32_t*
       V::store(a.out + rows[r] * a.out_stride + c0 + v * V::kLanes, acc[r][v]);
 }
 
+// The last r < kRows windows of a position, in one register block of r rows.
+template <class V, int R, int kVectors>
+inline void remainder(const SparseDense1Args& a, const float* w, const int32_t* rows,
+                      const int32_t* deltas, int64_t c0, int r) {
+  if constexpr (R >= 1) {
+    if (r == R) return accumulate<V, R, kVectors>(a, w, rows, deltas, c0);
+    remainder<V, R - 1, kVectors>(a, w, rows, deltas, c0, r);
+  }
+}
+
 template <class V, int kRows, int kVectors>
 void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
   constexpr int64_t cols = int64_t(V::kLanes) * kVectors;
@@ -59,11 +69,16 @@ void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
     }
     if (m == 0) continue;
     const float* w = a.weight + p * a.channels * a.weight_stride;
+    if (p + 1 < positions) {  // the next position's rows, while these are multiplied
+      const float* next = w + a.channels * a.weight_stride;
+      for (int64_t c = 0; c < a.channels; ++c)
+        for (int64_t j = 0; j < a.n1; j += 16) __builtin_prefetch(next + c * a.weight_stride + j);
+    }
     for (int64_t c0 = 0; c0 < a.n1; c0 += cols) {
       int i = 0;
       for (; i + kRows <= m; i += kRows)
         accumulate<V, kRows, kVectors>(a, w, rows + i, deltas + i, c0);
-      for (; i < m; ++i) accumulate<V, 1, kVectors>(a, w, rows + i, deltas + i, c0);
+      if (i < m) remainder<V, kRows - 1, kVectors>(a, w, rows + i, deltas + i, c0, m - i);
     }
   }
   if (a.epilogue.activation == Activation::kNone) return;
@@ -76,16 +91,22 @@ void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
 
 template <class V, int kRows, int kVectors>
 void run(const SparseDense1Args& a) {
-  const int64_t tiles = (a.rows + kTile - 1) / kTile;
+  // Tiles of at most kTile windows, at least one per thread (a tile's W1 rows are read once).
+  int64_t threads = 1;
 #if defined(_OPENMP)
-  const bool parallel = a.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel for schedule(dynamic, 1) if (parallel) num_threads(openmp::requested_team())
+  const bool parallel = a.parallel && a.rows > 1 && !omp_in_parallel();
+  if (parallel) threads = openmp::requested_team();
+#endif
+  const int64_t size = std::clamp<int64_t>((a.rows + threads - 1) / threads, 1, kTile);
+  const int64_t tiles = (a.rows + size - 1) / size;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel && tiles > 1) num_threads(int(threads))
 #endif
   for (int64_t t = 0; t < tiles; ++t) {
 #if defined(_OPENMP)
     if (parallel && t == 0) openmp::note_team(omp_get_num_threads());
 #endif
-    tile<V, kRows, kVectors>(a, t * kTile, std::min(a.rows, (t + 1) * kTile));
+    tile<V, kRows, kVectors>(a, t * size, std::min(a.rows, (t + 1) * size));
   }
 }
 
