@@ -1,9 +1,15 @@
 #include "kaas/models/michel_from_image.h"
 
+#include <algorithm>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "kaas/backends/buffer.h"
 #include "kaas/common/error.h"
+#include "kaas/kernels/mlp_heads.h"
+#include "kaas/kernels/scan.h"
+#include "kaas/kernels/sparse_conv_dense.h"
 #include "kaas/models/onnx_model.h"
 
 namespace kaas::models {
@@ -20,6 +26,7 @@ class MichelFromImage final : public Model {
     cnn_options.max_batch = options.hits_per_chunk;
     cnn_options.device = options.device;
     cnn_options.precision = options.precision;
+    cnn_options.sparse = options.sparse;
     cnn_ = make_onnx_device_model(cnn, backend, cnn_options);
     check_cnn();
     signature_.max_batch = 0;
@@ -35,8 +42,21 @@ class MichelFromImage final : public Model {
   std::vector<std::string> describe() const override {
     std::vector<std::string> lines = {"extract_patches -> CNN input buffer, " +
                                       std::to_string(options_.hits_per_chunk) + " hits per chunk"};
+    if (const SparseNetwork* net = sparse_network()) {
+      lines.push_back(std::string("image-level sparse plan: ") +
+                      (options_.sparse == SparsePlan::kSparse
+                           ? "every plane"
+                           : "per plane, when its measured occupancy says it is faster") +
+                      " (conv once per plane where it has charge, first dense layer " +
+                      sparse_dense1_impl(cnn_->queue(), net->dense1.weight.extent[1]) + ")");
+    }
     for (const auto& line : cnn_->describe()) lines.push_back("cnn: " + line);
     return lines;
+  }
+
+  MichelFromImageRun last_run() const {
+    std::lock_guard lock(mutex_);
+    return last_run_;
   }
 
   using Model::run;
@@ -66,6 +86,17 @@ class MichelFromImage final : public Model {
       const int64_t window = options_.patch.drift_window;
       const int64_t tick_limit = (bins + 1) * window - 1;
       const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
+      last_run_ = {};
+      if (sparse_network() != nullptr &&
+          run_sparse(n_wires, bins, tick_limit, wires.values<int32_t>(), ticks.values<float>(),
+                     scores.values<float>())) {
+        copy_to_host(queue, fiducial_, fiducial.values<uint8_t>(), 0);
+        queue.wait();
+        std::vector<HostTensor> outputs;
+        outputs.push_back(std::move(scores));
+        outputs.push_back(std::move(fiducial));
+        return outputs;
+      }
       std::vector<float> softmax(size_t(options_.hits_per_chunk) * 3),
           michel(size_t(options_.hits_per_chunk));
       float* patches = cnn_->device_input(0);
@@ -111,6 +142,139 @@ class MichelFromImage final : public Model {
                          queue.native_stream());
   }
 
+  // The CNN's network for the sparse kernels, when the plan may use it.
+  const SparseNetwork* sparse_network() const {
+    if (options_.sparse == SparsePlan::kDense) return nullptr;
+    const SparseNetwork* net = cnn_->sparse_network();
+    const bool fits = net != nullptr && net->in_h == options_.patch.patch_wires &&
+                      net->in_w == options_.patch.patch_bins && net->channels == 1;
+    return fits ? net : nullptr;
+  }
+
+  // The image-level plan: returns false (nothing written) when kAuto finds the dense plan
+  // faster for this plane.
+  bool run_sparse(int64_t n_wires, int64_t bins, int64_t tick_limit,
+                  std::span<const int32_t> hit_wires, std::span<const float> hit_ticks,
+                  std::span<float> scores) {
+    const SparseNetwork& net = *sparse_network();
+    const Queue& queue = cnn_->queue();
+    const int64_t hits = int64_t(hit_wires.size());
+    const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
+    const int64_t padded_h = n_wires + pw, padded_w = bins + pb;
+    const int64_t index_h = padded_h - net.kernel_h + 1, index_w = padded_w - net.kernel_w + 1;
+    const int64_t total = index_h * index_w;
+    ensure(padded_, size_t(padded_h * padded_w), queue);
+    ensure(window_row_, size_t(hits), queue);
+    ensure(window_column_, size_t(hits), queue);
+    patch_windows(queue, make_view<2>(static_cast<const float*>(image_.data()), {n_wires, bins}),
+                  tick_limit, make_view(static_cast<const int32_t*>(hit_wire_.data()), hits),
+                  make_view(static_cast<const float*>(hit_tick_.data()), hits),
+                  make_view<2>(padded_.data(), {padded_h, padded_w}),
+                  make_view(window_row_.data(), hits), make_view(window_column_.data(), hits),
+                  make_view(fiducial_.data(), hits), options_.patch);
+    ensure(index_, size_t(total), queue);
+    ensure(offsets_, size_t(total), queue);
+    ensure(positions_, size_t(total), queue);
+    ensure(scan_, size_t(exclusive_scan_workspace_size(queue, total)), queue);
+    const auto plane = make_view<4>(static_cast<const float*>(padded_.data()),
+                                    {int64_t(1), padded_h, padded_w, int64_t(1)});
+    const auto index = make_view<3>(index_.data(), {int64_t(1), index_h, index_w});
+    const int64_t count = sparse_conv_index(queue, plane, net.kernel_h, net.kernel_w, index,
+                                            offsets_.view(), scan_.view(), positions_.view());
+    const int32_t* host_index = host_copy(queue, index_, total, host_index_);
+    const int32_t* offsets = host_copy(queue, offsets_, total, host_offsets_);
+
+    // Hits in order of their window's first row; the windows' active positions counted on a
+    // summed-area table of the plane's activity.
+    std::vector<int32_t> order(static_cast<size_t>(hits));
+    for (int64_t h = 0; h < hits; ++h) order[size_t(h)] = int32_t(h);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return hit_wires[size_t(a)] < hit_wires[size_t(b)];
+    });
+    std::vector<int64_t> table(size_t((index_h + 1) * (index_w + 1)), 0);
+    for (int64_t y = 0; y < index_h; ++y)
+      for (int64_t x = 0; x < index_w; ++x)
+        table[size_t((y + 1) * (index_w + 1) + x + 1)] =
+            (host_index[y * index_w + x] >= 0) + table[size_t(y * (index_w + 1) + x + 1)] +
+            table[size_t((y + 1) * (index_w + 1) + x)] - table[size_t(y * (index_w + 1) + x)];
+    const size_t n_hits = static_cast<size_t>(hits);
+    std::vector<int32_t> rows(n_hits), columns(n_hits), zeros(n_hits, 0);
+    std::vector<SparseRange> ranges(n_hits);
+    int64_t window_active = 0;
+    for (int64_t i = 0; i < hits; ++i) {
+      const int64_t h = order[size_t(i)];
+      const int64_t y = hit_wires[size_t(h)];
+      const int64_t x = int64_t(hit_ticks[size_t(h)]) / options_.patch.drift_window;
+      rows[size_t(i)] = int32_t(y), columns[size_t(i)] = int32_t(x);
+      auto at = [&](int64_t yy, int64_t xx) { return table[size_t(yy * (index_w + 1) + xx)]; };
+      window_active +=
+          at(y + net.out_h, x + net.out_w) - at(y, x + net.out_w) - at(y + net.out_h, x) + at(y, x);
+      const int64_t end = (y + net.out_h) * index_w;
+      ranges[size_t(i)] = {offsets[y * index_w], end < total ? int64_t(offsets[end]) : count};
+    }
+    const double active =
+        hits > 0 ? double(window_active) / double(hits * net.out_h * net.out_w) : 0.0;
+    last_run_.active = active;
+    if (options_.sparse != SparsePlan::kSparse && !net.sparse_pays(active)) return false;
+
+    // Chunks of hits bound the first layer's and the heads' buffers; in each, groups of hits
+    // whose bands of conv rows fit the delta buffer.
+    const int64_t chunk = std::max<int64_t>(options_.hits_per_chunk, 8192);
+    const int64_t n1 = net.dense1.weight.extent[1], oc = net.conv.conv_weight.extent[0];
+    int64_t widest = 1;  // a group holds at least one hit's band of conv rows
+    for (const SparseRange& r : ranges) widest = std::max(widest, r.last - r.first);
+    const int64_t capacity =
+        std::max(widest, options_.sparse_delta_bytes / int64_t(oc * sizeof(float)));
+    ensure(delta_, size_t(capacity * oc), queue);
+    ensure(dense1_, size_t(std::min(chunk, hits) * n1), queue);
+    ensure(out_a_, size_t(std::min(chunk, hits) * 3), queue);
+    ensure(out_b_, size_t(std::min(chunk, hits)), queue);
+    ensure(window_image_, size_t(hits), queue);
+    copy_to_device(queue, std::span<const int32_t>(rows), window_row_);
+    copy_to_device(queue, std::span<const int32_t>(columns), window_column_);
+    copy_to_device(queue, std::span<const int32_t>(zeros), window_image_);
+    std::vector<float> softmax(size_t(std::min(chunk, hits) * 3)),
+        michel(size_t(std::min(chunk, hits)));
+    last_run_.sparse = true;
+    for (int64_t begin = 0; begin < hits; begin += chunk) {
+      const int64_t n = std::min(chunk, hits - begin);
+      const SparseWindows windows{
+          make_view(static_cast<const int32_t*>(window_image_.data()) + begin, n),
+          make_view(static_cast<const int32_t*>(window_row_.data()) + begin, n),
+          make_view(static_cast<const int32_t*>(window_column_.data()) + begin, n), net.out_h,
+          net.out_w};
+      const auto d1 = make_view<2>(dense1_.data(), {n, n1});
+      last_run_.groups += sparse_conv_dense1_grouped(
+          queue, plane, net.conv, make_view(static_cast<const int32_t*>(positions_.data()), count),
+          View<const int32_t, 3>(index), ranges.data() + begin, windows, net.dense1,
+          make_view<2>(delta_.data(), {capacity, oc}), d1);
+      mlp_two_heads(queue, View2<const float>(d1), net.hidden, net.head_a, net.head_b,
+                    make_view<2>(out_a_.data(), {n, int64_t(3)}),
+                    make_view<2>(out_b_.data(), {n, int64_t(1)}));
+      backend_copy(queue, softmax.data(), out_a_.data(), size_t(n) * 3);
+      backend_copy(queue, michel.data(), out_b_.data(), size_t(n));
+      queue.wait();
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t h = size_t(order[size_t(begin + i)]);
+        for (int k = 0; k < 3; ++k) scores[h * 4 + size_t(k)] = softmax[size_t(i * 3 + k)];
+        scores[h * 4 + 3] = michel[size_t(i)];
+      }
+    }
+    return true;
+  }
+
+  // The values of a device buffer on the host: the buffer itself where device memory is the
+  // host's, else a copy into `host`.
+  static const int32_t* host_copy(const Queue& queue, const DeviceBuffer<int32_t>& buffer,
+                                  int64_t count, std::vector<int32_t>& host) {
+    if (queue.backend().device_memory_is_host()) return buffer.data();
+    host.resize(size_t(count));
+    queue.backend().copy(host.data(), buffer.data(), size_t(count) * sizeof(int32_t),
+                         CopyKind::kDeviceToHost, queue.native_stream());
+    queue.wait();
+    return host.data();
+  }
+
   void check_cnn() {
     const auto& sig = cnn_->signature();
     const std::string where = "michel_from_image CNN";
@@ -141,10 +305,21 @@ class MichelFromImage final : public Model {
   DeviceBuffer<float> image_, hit_tick_;
   DeviceBuffer<int32_t> hit_wire_;
   DeviceBuffer<uint8_t> fiducial_;
-  std::mutex mutex_;
+  // The image-level plan's buffers.
+  DeviceBuffer<float> padded_, delta_, dense1_, out_a_, out_b_;
+  DeviceBuffer<int32_t> window_image_, window_row_, window_column_, index_, offsets_, positions_,
+      scan_;
+  std::vector<int32_t> host_index_, host_offsets_;
+  MichelFromImageRun last_run_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace
+
+std::optional<MichelFromImageRun> michel_from_image_last_run(const Model& model) {
+  if (const auto* m = dynamic_cast<const MichelFromImage*>(&model)) return m->last_run();
+  return std::nullopt;
+}
 
 std::unique_ptr<Model> make_michel_from_image(const onnx::ModelProto& cnn, const Backend& backend,
                                               const MichelFromImageOptions& options) {

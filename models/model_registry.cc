@@ -47,8 +47,7 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
 void require_unbatched(const ModelBuildRequest& request, const char* why) {
   if (request.max_batch != 0)
     throw Error(ErrorCode::kInvalidArgument, "model '" + request.name + "': max_batch_size is " +
-                                                 std::to_string(request.max_batch) + "; " +
-                                                 why);
+                                                 std::to_string(request.max_batch) + "; " + why);
 }
 
 PreparedModel prepare_knn(const ModelBuildRequest& request) {

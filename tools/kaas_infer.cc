@@ -29,7 +29,8 @@ int list_backends() {
 }
 
 struct Args {
-  std::string model_path, backend_name = "auto", output_dir, fused = "auto", precision = "fp32";
+  std::string model_path, backend_name = "auto", output_dir, fused = "auto", precision = "fp32",
+                          sparse = "auto";
   std::vector<std::string> inputs;  // NAME=file.npy
   int64_t batch = 0;
   int repeat = 1;
@@ -53,6 +54,10 @@ void add_options(CLI::App& app, Args& args) {
                  "layer, else every large Conv and Gemm) on 16-bit weights and activations, fp32 "
                  "accumulation")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--sparse", args.sparse,
+                 "auto, dense or sparse: the fused plan skipping the conv windows that see only "
+                 "zeros (auto: per batch, from its occupancy and the timings taken at load)")
+      ->check(CLI::IsMember({"auto", "dense", "sparse"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
   app.add_flag("--list-backends", args.list, "list the compiled backends and exit");
@@ -94,6 +99,7 @@ kaas::models::OnnxModelOptions model_options(const Args& args, int64_t total) {
                                             : kaas::models::FusedPlan::kAuto;
   options.fused_slab_bytes = args.slab_kib * 1024;
   options.precision = kaas::models::precision_from_string(args.precision, "--precision");
+  options.sparse = kaas::models::sparse_plan_from_string(args.sparse, "--sparse");
   return options;
 }
 
