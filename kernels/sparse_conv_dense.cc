@@ -259,7 +259,7 @@ void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const
     args.index = index.data;
     for (int d = 0; d < 3; ++d) args.index_stride[d] = index.stride[d];
     args.delta = delta.data, args.delta_stride = delta.stride[0], args.channels = channels;
-    args.delta_first = delta_first;
+    args.delta_first = delta_first, args.delta_rows = delta.extent[0];
     args.image = windows.image.data, args.y = windows.y.data, args.x = windows.x.data;
     args.out_h = windows.out_h, args.out_w = windows.out_w;
     args.weight = weights.weight.data, args.weight_stride = weights.weight.stride[0];

@@ -36,6 +36,8 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
   options.max_batch = std::max<int64_t>(max_batch, 1);
   options.precision = precision_from_string(request.parameters.text("precision", "fp32"),
                                             "model '" + request.name + "'");
+  options.sparse = sparse_plan_from_string(request.parameters.text("sparse", "auto"),
+                                           "model '" + request.name + "' parameter sparse");
   PreparedModel prepared;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;
@@ -77,6 +79,8 @@ PreparedModel prepare_michel_from_image(const ModelBuildRequest& request) {
   options.hits_per_chunk = request.parameters.integer("hits_per_chunk", 1024, 1, 1 << 20);
   options.precision = precision_from_string(request.parameters.text("precision", "fp32"),
                                             "model '" + request.name + "'");
+  options.sparse = sparse_plan_from_string(request.parameters.text("sparse", "auto"),
+                                           "model '" + request.name + "' parameter sparse");
   PreparedModel prepared;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;
@@ -87,12 +91,13 @@ PreparedModel prepare_michel_from_image(const ModelBuildRequest& request) {
 
 ModelKindRegistry make_builtin_registry() {
   ModelKindRegistry registry;
-  registry.add({"onnx", "an ONNX model file on kaas kernels", true, prepare_onnx});
+  registry.add({"onnx", "an ONNX model file on kaas kernels (parameters precision, sparse)", true,
+                prepare_onnx});
   registry.add({"knn", "exact k nearest neighbours over ragged events (parameters k, method)",
                 false, prepare_knn});
   registry.add({"michel_from_image",
                 "plane image + hits -> per-hit EmTrkMichelId scores (parameters hits_per_chunk, "
-                "precision)",
+                "precision, sparse)",
                 true, prepare_michel_from_image});
   return registry;
 }

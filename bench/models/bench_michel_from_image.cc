@@ -1,13 +1,22 @@
-// michel_from_image (models/michel_from_image.h) on a synthetic ~52k-hit event: three
+// michel_from_image (models/michel_from_image.h) on a toy LArTPC event (examples/lartpc: production
+// physics, zero-suppressed by the signal processing) with the dense plan, the image-level sparse
+// plan and the planner's choice (michel_from_image_toy/<backend>/<plan>), and on a synthetic
+// ~52k-hit event: three
 // ProtoDUNE-like planes of 960 wires x 1000 downsampled bins, hits spread over them; one
 // iteration = every plane's image + hits in, per-hit scores out (patch extraction on the device
 // feeding the fused EmTrkMichelId CNN). Reported as hits/s and seconds per event.
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "examples/lartpc/toy_event.h"
+#include "kaas/backends/buffer.h"
+#include "kaas/kernels/patches.h"
+#include "kaas/models/onnx_model.h"
 
 #include "bench/registry.h"
 #include "kaas/models/emtrk_onnx_generator.h"
@@ -59,7 +68,92 @@ void image_to_scores(benchmark::State& state, const Backend* backend) {
   state.SetLabel(model->describe().back());
 }
 
+// Event 0 of seed 77 (a seed no training or test uses), each plane downsampled as kaas-reco
+// sends it.
+const std::vector<std::vector<HostTensor>>& toy_event_planes() {
+  static const std::vector<std::vector<HostTensor>> planes = [] {
+    examples::ToyEventConfig config;
+    config.seed = 77;
+    const examples::ToyEvent event = examples::make_toy_event(config, 0);
+    const Queue queue(find_backend("serial"));
+    const PatchParams params;
+    std::vector<std::vector<HostTensor>> out;
+    for (size_t p = 0; p < event.planes.size(); ++p) {
+      const auto& raw = event.planes[p];
+      const int64_t bins = downsampled_bins(raw.ticks, params);
+      const auto image = to_device(queue, raw.adc);
+      auto down = make_device_buffer<float>(queue, size_t(raw.wires * bins));
+      downsample_image(queue,
+                       make_view<2>(static_cast<const float*>(image.data()),
+                                    {int64_t(raw.wires), int64_t(raw.ticks)}),
+                       make_view<2>(down.data(), {int64_t(raw.wires), bins}), params);
+      std::vector<int32_t> wire;
+      std::vector<float> tick;
+      for (const auto& h : event.hits)
+        if (h.plane == int(p)) wire.push_back(h.wire), tick.push_back(h.peak_tick);
+      const int64_t hits = int64_t(wire.size());
+      out.push_back({HostTensor::make<float>("image", DataType::kFloat32, {raw.wires, bins},
+                                             to_host(queue, down)),
+                     HostTensor::make<int32_t>("hit_wire", DataType::kInt32, {hits}, wire),
+                     HostTensor::make<float>("hit_tick", DataType::kFloat32, {hits}, tick)});
+    }
+    return out;
+  }();
+  return planes;
+}
+
+// The CNN: $KAAS_BENCH_EMTRK_MODEL (e.g. the trained model.onnx) or the generated weights (the
+// work per hit is the same).
+onnx::ModelProto bench_cnn() {
+  const char* path = std::getenv("KAAS_BENCH_EMTRK_MODEL");
+  return path != nullptr && *path != '\0' ? models::read_onnx_file(path)
+                                          : models::generate_emtrk_onnx();
+}
+
+void toy_image_to_scores(benchmark::State& state, const Backend* backend, models::SparsePlan plan) {
+  try {
+    const auto& event = toy_event_planes();
+    models::MichelFromImageOptions options;
+    options.sparse = plan;
+    const auto model = models::make_michel_from_image(bench_cnn(), *backend, options);
+    int64_t hits = 0, sparse_planes = 0;
+    double active = 0;
+    for (auto _ : state) {
+      hits = sparse_planes = 0;
+      active = 0;
+      for (const auto& plane : event) {
+        hits += model->run(plane)[0].shape[0];
+        const auto ran = models::michel_from_image_last_run(*model);
+        sparse_planes += ran->sparse;
+        active += ran->active * double(plane[1].shape[0]);
+      }
+    }
+    state.counters["hits/event"] = double(hits);
+    state.counters["positions_active"] = hits > 0 ? active / double(hits) : 0;
+    state.counters["sparse_planes"] = double(sparse_planes);
+    std::string label;
+    for (const auto& line : model->describe())
+      if (line.find("sparse planner:") != std::string::npos) label = line;
+    state.SetLabel(label);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void register_image_to_scores() {
+  for (const Backend* backend : compiled_backends()) {
+    if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
+    for (const auto plan :
+         {models::SparsePlan::kDense, models::SparsePlan::kSparse, models::SparsePlan::kAuto}) {
+      benchmark::RegisterBenchmark(("michel_from_image_toy/" + std::string(backend->name()) + "/" +
+                                    std::string(to_string(plan)))
+                                       .c_str(),
+                                   toy_image_to_scores, backend, plan)
+          ->Iterations(2)
+          ->UseRealTime()
+          ->Unit(benchmark::kSecond);
+    }
+  }
   for (const Backend* backend : compiled_backends()) {
     if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
     benchmark::RegisterBenchmark(

@@ -35,7 +35,7 @@ void sparse_conv_delta_avx2(const SparseConvArgs& args) {
 }
 
 void sparse_dense1_avx2(const SparseDense1Args& args) {
-  sparse_tiles::run<Ymm, 3, 4>(args);
+  sparse_tiles::run<Ymm, 3, 4, 8>(args);
 }
 
 }  // namespace kaas::simd

@@ -35,7 +35,7 @@ void sparse_conv_delta_avx512(const SparseConvArgs& args) {
 }
 
 void sparse_dense1_avx512(const SparseDense1Args& args) {
-  sparse_tiles::run<Zmm, 6, 4>(args);
+  sparse_tiles::run<Zmm, 6, 4, 8>(args);
 }
 
 }  // namespace kaas::simd

@@ -16,7 +16,9 @@ struct SparseDense1Args {
   int64_t index_stride[3];
   const float* delta;  // [active, channels], row stride delta_stride, unit column stride
   int64_t delta_stride, channels;
-  int64_t delta_first;           // the number of delta's first row
+  int64_t delta_first;  // the number of delta's first row
+  int64_t delta_rows;
+  const uint64_t* nonzero;       // filled by the fast path: per delta row, its non-zero channels
   const int32_t *image, *y, *x;  // per window (unit stride)
   int64_t out_h, out_w;
   const float* weight;  // [K, n1], row stride weight_stride, unit column stride

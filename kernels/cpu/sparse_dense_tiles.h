@@ -3,6 +3,7 @@
 // store, broadcast, fmadd, kLanes). Included only by the per-instruction-set files.
 
 #include <algorithm>
+#include <vector>
 
 #include "kaas/backends/cpu/openmp_threads.h"
 #include "kaas/kernels/cpu/sparse_dense_simd.h"
@@ -40,6 +41,30 @@ inline void accumulate(const SparseDense1Args& a, const float* w, const int32_t*
       V::store(a.out + rows[r] * a.out_stride + c0 + v * V::kLanes, acc[r][v]);
 }
 
+// One window at one position, over its non-zero delta channels only: a channel that is 0 after
+// the ReLU in this window and in an empty one (relu(bias) = 0) adds nothing, so skipping it is
+// exact. The row's columns [c0, c0 + kSparseVectors lanes) stay in registers; each channel costs
+// one broadcast and kSparseVectors FMAs on W1 rows read from L1.
+template <class V, int kSparseVectors>
+inline void accumulate_nonzero(const SparseDense1Args& a, const float* w, int32_t row,
+                               int32_t delta_row, int64_t c0) {
+  const float* d = a.delta + (delta_row - a.delta_first) * a.delta_stride;
+  uint64_t nonzero = a.nonzero[delta_row - a.delta_first];
+  if (nonzero == 0) return;
+  float* out = a.out + row * a.out_stride + c0;
+  typename V::Reg acc[kSparseVectors];
+  for (int v = 0; v < kSparseVectors; ++v) acc[v] = V::load(out + v * V::kLanes);
+  while (nonzero != 0) {
+    const int c = __builtin_ctzll(nonzero);
+    nonzero &= nonzero - 1;
+    const typename V::Reg dv = V::broadcast(d[c]);
+    const float* wc = w + c * a.weight_stride + c0;
+    for (int v = 0; v < kSparseVectors; ++v)
+      acc[v] = V::fmadd(dv, V::load(wc + v * V::kLanes), acc[v]);
+  }
+  for (int v = 0; v < kSparseVectors; ++v) V::store(out + v * V::kLanes, acc[v]);
+}
+
 // The last r < kRows windows of a position, in one register block of r rows.
 template <class V, int R, int kVectors>
 inline void remainder(const SparseDense1Args& a, const float* w, const int32_t* rows,
@@ -50,7 +75,20 @@ inline void remainder(const SparseDense1Args& a, const float* w, const int32_t* 
   }
 }
 
-template <class V, int kRows, int kVectors>
+// Bit c of nonzero[i]: delta row i's channel c is not 0.
+inline void nonzero_channels(const SparseDense1Args& a, uint64_t* nonzero, bool parallel) {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (parallel) num_threads(openmp::requested_team())
+#endif
+  for (int64_t i = 0; i < a.delta_rows; ++i) {
+    const float* d = a.delta + i * a.delta_stride;
+    uint64_t bits = 0;
+    for (int64_t c = 0; c < a.channels; ++c) bits |= uint64_t(d[c] != 0.0f) << c;
+    nonzero[i] = bits;
+  }
+}
+
+template <class V, int kRows, int kVectors, int kSparseVectors>
 void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
   constexpr int64_t cols = int64_t(V::kLanes) * kVectors;
   for (int64_t r = r0; r < r1; ++r)
@@ -69,10 +107,12 @@ void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
     }
     if (m == 0) continue;
     const float* w = a.weight + p * a.channels * a.weight_stride;
-    if (p + 1 < positions) {  // the next position's rows, while these are multiplied
-      const float* next = w + a.channels * a.weight_stride;
-      for (int64_t c = 0; c < a.channels; ++c)
-        for (int64_t j = 0; j < a.n1; j += 16) __builtin_prefetch(next + c * a.weight_stride + j);
+    constexpr int64_t sparse_cols = int64_t(V::kLanes) * kSparseVectors;
+    if (a.channels <= 64 && a.n1 % sparse_cols == 0) {
+      for (int64_t c0 = 0; c0 < a.n1; c0 += sparse_cols)
+        for (int i = 0; i < m; ++i)
+          accumulate_nonzero<V, kSparseVectors>(a, w, rows[i], deltas[i], c0);
+      continue;
     }
     for (int64_t c0 = 0; c0 < a.n1; c0 += cols) {
       int i = 0;
@@ -89,7 +129,9 @@ void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
     }
 }
 
-template <class V, int kRows, int kVectors>
+// kRows x kVectors: the register block of windows sharing W1 loads (more than 64 channels);
+// kSparseVectors: the columns one window keeps in registers over its non-zero channels.
+template <class V, int kRows, int kVectors, int kSparseVectors>
 void run(const SparseDense1Args& a) {
   // Tiles of at most kTile windows, at least one per thread (a tile's W1 rows are read once).
   int64_t threads = 1;
@@ -98,6 +140,13 @@ void run(const SparseDense1Args& a) {
   if (parallel) threads = openmp::requested_team();
 #endif
   const int64_t size = std::clamp<int64_t>((a.rows + threads - 1) / threads, 1, kTile);
+  thread_local std::vector<uint64_t> nonzero;  // the caller's: read by its team below
+  SparseDense1Args args = a;
+  if (a.channels <= 64) {
+    nonzero.resize(size_t(std::max<int64_t>(a.delta_rows, 1)));
+    nonzero_channels(a, nonzero.data(), threads > 1);
+    args.nonzero = nonzero.data();
+  }
   const int64_t tiles = (a.rows + size - 1) / size;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic, 1) if (parallel && tiles > 1) num_threads(int(threads))
@@ -106,7 +155,7 @@ void run(const SparseDense1Args& a) {
 #if defined(_OPENMP)
     if (parallel && t == 0) openmp::note_team(omp_get_num_threads());
 #endif
-    tile<V, kRows, kVectors>(a, t * size, std::min(a.rows, (t + 1) * size));
+    tile<V, kRows, kVectors, kSparseVectors>(args, t * size, std::min(a.rows, (t + 1) * size));
   }
 }
 

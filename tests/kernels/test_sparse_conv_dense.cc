@@ -18,8 +18,9 @@ namespace kaas::testing {
 namespace {
 
 // A small network of the EmTrkMichelId shape: [n, 12, 11, 1] -> conv 8 x 3x3 + ReLU -> dense
-// N1 ReLU -> dense 8 ReLU -> softmax(3) and sigmoid(1). N1 = 64 runs the CPU fast paths, N1 = 10
-// the portable kernel everywhere.
+// N1 ReLU -> dense 8 ReLU -> softmax(3) and sigmoid(1). N1 = 128 and 64 run the CPU fast paths
+// two register blockings (one window's non-zero channels; blocks of windows), N1 = 10 the
+// portable kernel everywhere.
 constexpr int64_t kH = 12, kW = 11, kC = 1, kOC = 8, kK = 3, kOH = kH - kK + 1, kOW = kW - kK + 1;
 constexpr int64_t kFlat = kOH * kOW * kOC, kN2 = 8, kA = 3, kB = 1;
 
@@ -198,7 +199,7 @@ TEST_P(SparseConvDenseTest, EveryCaseMatchesItsReference) {
 // plan's scores within reassociation, and the index counts exactly the windows touching charge.
 TEST_P(SparseConvDenseTest, MatchesTheDensePlanAtEveryOccupancy) {
   const int64_t n = 5;
-  for (int64_t n1 : {int64_t(64), int64_t(10)}) {
+  for (int64_t n1 : {int64_t(128), int64_t(64), int64_t(10)}) {
     const Net net = make_net(n1);
     for (double occupancy : {0.0, 0.01, 0.1, 0.5, 1.0}) {
       SCOPED_TRACE("N1 " + std::to_string(n1) + " occupancy " + std::to_string(occupancy));
