@@ -41,6 +41,7 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
   const int64_t n = images.extent[0], h = images.extent[1], w = images.extent[2];
   const int64_t c = images.extent[3], oh = index.extent[1], ow = index.extent[2];
   const bool parallel = queue.backend_id() == BackendId::kOpenmp;
+  std::vector<int64_t> first(size_t(n) + 1, 0);  // per image, its first position's number
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < n; ++i) {
     std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
@@ -57,26 +58,33 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
         columns[size_t(y * ow + x)] = any;
       }
     int32_t* out = &index(i, 0, 0);
+    int64_t active = 0;
     for (int64_t y = 0; y < oh; ++y) {
       for (int64_t x = 0; x < ow; ++x) out[y * ow + x] = 0;
       for (int64_t d = 0; d < kh; ++d)
         for (int64_t x = 0; x < ow; ++x) out[y * ow + x] |= columns[size_t((y + d) * ow + x)];
+      for (int64_t x = 0; x < ow; ++x) active += out[y * ow + x];
     }
+    first[size_t(i) + 1] = active;
   }
-  const int64_t total = n * oh * ow;
-  int32_t* flat = index.data;
-  int64_t count = 0;
-  for (int64_t i = 0; i < total; ++i) count += flat[i];
+  for (int64_t i = 0; i < n; ++i) first[size_t(i) + 1] += first[size_t(i)];
+  const int64_t count = first[size_t(n)];
   require(positions.extent[0] >= count && positions.stride[0] == 1, "sparse_conv_index",
           "positions extent", ">= " + str(count) + " (the active positions)",
           str(positions.extent[0]));
-  int32_t next = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    const bool active = flat[i] != 0;
-    offsets.data[i] = next;
-    if (active) positions.data[next] = int32_t(i);
-    flat[i] = active ? next : -1;
-    next += active;
+  const int64_t per_image = oh * ow;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t* flat = index.data + i * per_image;
+    int32_t* offs = offsets.data + i * per_image;
+    int32_t next = int32_t(first[size_t(i)]);
+    for (int64_t j = 0; j < per_image; ++j) {
+      const bool active = flat[j] != 0;
+      offs[j] = next;
+      if (active) positions.data[next] = int32_t(i * per_image + j);
+      flat[j] = active ? next : -1;
+      next += active;
+    }
   }
   return count;
 }

@@ -68,7 +68,13 @@ constexpr double kFlopsPerPatch = 2.0 * double(kConvOut * kConvOut * kFilters * 
 struct EmTrkModel {
   onnx::ModelProto proto;
   std::string path;
-  EmTrkModel() : proto(models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, kSeed})) {}
+  // $KAAS_BENCH_EMTRK_MODEL (e.g. the trained model.onnx; it must be of EmTrkMichelId's Keras
+  // shape) or the generated weights. Dense plans do the same work for any weights; the sparse
+  // plan skips the conv channels that are 0, which depends on them.
+  EmTrkModel()
+      : proto(std::getenv("KAAS_BENCH_EMTRK_MODEL") != nullptr
+                  ? models::read_onnx_file(std::getenv("KAAS_BENCH_EMTRK_MODEL"))
+                  : models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, kSeed})) {}
   ~EmTrkModel() {
     if (!path.empty()) unlink(path.c_str());
   }

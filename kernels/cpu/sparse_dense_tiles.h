@@ -14,7 +14,7 @@
 
 namespace kaas::simd::sparse_tiles {
 
-inline constexpr int64_t kTile = 64;  // windows per tile: their rows stay in L1/L2
+inline constexpr int64_t kTile = 512;  // windows per tile: their rows stay in L1/L2
 
 // rows[0..R) += delta rows . W rows over columns [c0, c0 + kVectors lanes), channel by channel.
 template <class V, int R, int kVectors>
@@ -179,7 +179,9 @@ inline void conv_positions(const SparseConvArgs& a, int64_t p) {
   for (int64_t dy = 0; dy < a.kernel_h; ++dy) {
     for (int64_t t = 0; t < row_values; ++t, w += a.oc) {
       for (int q = 0; q < P; ++q) {
-        const typename V::Reg xv = V::broadcast(rows[q][dy * image_row + t]);
+        const float x = rows[q][dy * image_row + t];
+        if (x == 0.0f) continue;  // zero-suppressed input: adds nothing (exactly)
+        const typename V::Reg xv = V::broadcast(x);
         for (int v = 0; v < kMaxVectors; ++v)
           if (v < vectors) acc[q][v] = V::fmadd(xv, V::load(w + v * V::kLanes), acc[q][v]);
       }
