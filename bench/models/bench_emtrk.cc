@@ -28,6 +28,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "bench/registry.h"
 #include "kaas/backends/backend.h"
 #include "kaas/models/emtrk_onnx_generator.h"
+#include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
 #include "kaas/models/tensor.h"
 
@@ -394,13 +396,13 @@ double onednn_vs_kaas(OneDnnEmTrk& onednn, const models::HostTensor& patches, in
   return worst;
 }
 
-void emtrk_onednn(benchmark::State& state, bool bf16) {
+void emtrk_onednn(benchmark::State& state, bool bf16, double occupancy) {
   const int64_t batch = state.range(0);
   const int threads = int(state.range(1));
   const OmpThreads omp_threads(threads);
   try {
     OneDnnEmTrk onednn(emtrk_model().proto, batch, bf16);
-    const auto patches = random_patches(batch);
+    const auto patches = band_patches(batch, occupancy);
     const double diff = onednn_vs_kaas(onednn, patches, batch);
     // bf16 against kaas fp32: the accuracy bound of the reduced-precision tests.
     const double allowed = bf16 ? 0.02 : 1e-4;
@@ -440,9 +442,9 @@ std::string peer_python() {
   return env != nullptr && *env != '\0' ? env : KAAS_BENCH_SOURCE_DIR "/.venv/bin/python";
 }
 
-const PeerRuns& onnxruntime_runs(int64_t batch, int threads) {
-  static std::map<std::pair<int64_t, int>, PeerRuns> cache;
-  const auto key = std::make_pair(batch, threads);
+const PeerRuns& onnxruntime_runs(int64_t batch, int threads, double occupancy) {
+  static std::map<std::tuple<int64_t, int, double>, PeerRuns> cache;
+  const auto key = std::make_tuple(batch, threads, occupancy);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   PeerRuns& runs = cache[key];
   const std::string& model_file = emtrk_model().file();
@@ -450,16 +452,24 @@ const PeerRuns& onnxruntime_runs(int64_t batch, int threads) {
     runs.description = "cannot write the EmTrk model file for the onnxruntime peer";
     return runs;
   }
+  // Zero-suppressed patches go to the peer as a .npy file: the same values kaas runs.
+  std::string patches_file;
+  if (occupancy < 1.0) {
+    patches_file = model_file + ".zs" + std::to_string(int(occupancy * 100)) + "_" +
+                   std::to_string(batch) + ".npy";
+    models::write_npy(patches_file, band_patches(batch, occupancy));
+  }
   const std::string command = peer_python() + " " KAAS_BENCH_PEERS_DIR "/onnxruntime_emtrk.py " +
                               model_file + " " + std::to_string(batch) + " " +
-                              std::to_string(threads) + " " + std::to_string(kPeerMinTime) +
-                              " 2>&1";
+                              std::to_string(threads) + " " + std::to_string(kPeerMinTime) + " " +
+                              patches_file + " 2>&1";
   std::string output;
   if (FILE* pipe = popen(command.c_str(), "r")) {
     char buffer[4096];
     size_t n = 0;
     while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
     const int status = pclose(pipe);
+    if (!patches_file.empty()) unlink(patches_file.c_str());
     std::istringstream lines(output);
     std::string times;
     if (status == 0 && std::getline(lines, times)) {
@@ -478,10 +488,10 @@ const PeerRuns& onnxruntime_runs(int64_t batch, int threads) {
   return runs;
 }
 
-void emtrk_onnxruntime(benchmark::State& state) {
+void emtrk_onnxruntime(benchmark::State& state, double occupancy) {
   const int64_t batch = state.range(0);
   const int threads = int(state.range(1));
-  const PeerRuns& runs = onnxruntime_runs(batch, threads);
+  const PeerRuns& runs = onnxruntime_runs(batch, threads, occupancy);
   if (runs.seconds.empty()) {
     state.SkipWithError(runs.description.c_str());
     return;
@@ -540,12 +550,18 @@ void register_emtrk() {
         ->UseRealTime();
   }
 #if KAAS_BENCH_HAVE_DNNL
-  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn", emtrk_onednn, false), {1, 2})
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn", emtrk_onednn, false, 1.0), {1, 2})
       ->UseRealTime();
-  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn_bf16", emtrk_onednn, true), {1, 2})
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn_bf16", emtrk_onednn, true, 1.0), {1, 2})
+      ->UseRealTime();
+  // The same zero-suppressed patches as emtrk/<backend>/zs10_* (dense peers: the same work).
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onednn_zs10", emtrk_onednn, false, 0.1), {2})
       ->UseRealTime();
 #endif
-  configure(benchmark::RegisterBenchmark("emtrk/peer_onnxruntime", emtrk_onnxruntime), {1, 2})
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onnxruntime", emtrk_onnxruntime, 1.0), {1, 2})
+      ->UseManualTime();
+  configure(benchmark::RegisterBenchmark("emtrk/peer_onnxruntime_zs10", emtrk_onnxruntime, 0.1),
+            {2})
       ->UseManualTime();
 }
 

@@ -8,8 +8,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -130,6 +133,28 @@ void toy_image_to_scores(benchmark::State& state, const Backend* backend, models
     }
     state.counters["hits/event"] = double(hits);
     state.counters["positions_active"] = hits > 0 ? active / double(hits) : 0;
+    if (plan != models::SparsePlan::kDense) {
+      // Against the dense plan on the same event (untimed): the largest score difference and
+      // the hits whose top class differs.
+      options.sparse = models::SparsePlan::kDense;
+      const auto dense = models::make_michel_from_image(bench_cnn(), *backend, options);
+      double max_diff = 0;
+      int64_t other_class = 0;
+      for (const auto& plane : event) {
+        const auto sparse_out = model->run(plane), dense_out = dense->run(plane);
+        const auto a = sparse_out[0].values<float>(), b = dense_out[0].values<float>();
+        for (size_t h = 0; h < a.size() / 4; ++h) {
+          for (size_t k = 0; k < 4; ++k)
+            max_diff = std::max(max_diff, double(std::abs(a[h * 4 + k] - b[h * 4 + k])));
+          const auto top = [h](std::span<const float> s) {
+            return std::max_element(s.begin() + h * 4, s.begin() + h * 4 + 3) - s.begin();
+          };
+          other_class += top(a) != top(b);
+        }
+      }
+      state.counters["max_abs_diff_vs_dense"] = max_diff;
+      state.counters["other_class_vs_dense"] = double(other_class);
+    }
     state.counters["sparse_planes"] = double(sparse_planes);
     std::string label;
     for (const auto& line : model->describe())

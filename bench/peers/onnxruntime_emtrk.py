@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Peer for bench_emtrk: the EmTrkMichelId model file in onnxruntime's CPU execution provider.
 
-Usage: onnxruntime_emtrk.py MODEL.onnx BATCH THREADS MIN_TIME
+Usage: onnxruntime_emtrk.py MODEL.onnx BATCH THREADS MIN_TIME [PATCHES.npy]
 Session: intra_op_num_threads = THREADS, inter_op_num_threads = 1, ORT_SEQUENTIAL, all graph
-optimisations. Input: BATCH patches [BATCH, 48, 48, 1] uniform in [-5, 15]. Two warm-up runs,
+optimisations. Input: PATCHES.npy ([BATCH, 48, 48, 1], the patches kaas runs) or BATCH patches
+uniform in [-5, 15]. Two warm-up runs,
 then timed runs (session.run of both outputs, host arrays in and out) until MIN_TIME seconds and
 at least 3 runs have passed.
 Prints two lines: the per-run wall times in seconds separated by spaces, then a description
@@ -32,6 +33,8 @@ def main():
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(12345 + batch)
     patches = rng.uniform(-5.0, 15.0, size=(batch, 48, 48, 1)).astype(np.float32)
+    if len(sys.argv) > 5 and sys.argv[5]:
+        patches = np.load(sys.argv[5]).astype(np.float32)
     feed = {"main_input": patches}
     for _ in range(2):
         session.run(None, feed)

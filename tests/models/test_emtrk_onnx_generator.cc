@@ -382,6 +382,50 @@ TEST(EmTrkSpellings, AReshapeToAnotherShapeIsNotFlatten) {
   }
 }
 
+// The sparse execution chosen per batch (SparsePlan::kAuto with the planner measuring): an
+// all-zero batch runs sparse; a charged one runs what the load-time timings predict faster;
+// each batch's scores are the dense plan's within 1e-5. The plan log gives the timings.
+TEST(EmTrkPlanner, TheSparseChoiceFollowsEachBatchsOccupancy) {
+  const Backend& serial = find_backend("serial");
+  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  const int64_t batch = 4;
+  models::OnnxModelOptions options;
+  options.max_batch = batch;
+  options.planner = planner::Mode::kMeasure;
+  options.sparse = models::SparsePlan::kAuto;
+  const auto model = models::make_onnx_device_model(proto, serial, options);
+  options.sparse = models::SparsePlan::kDense;
+  const auto dense = models::make_onnx_model(proto, serial, options);
+  const models::SparseNetwork* net = model->sparse_network();
+  ASSERT_NE(net, nullptr);
+  EXPECT_GT(net->dense_row_s, 0);
+  EXPECT_GT(net->sparse_full_row_s, net->sparse_empty_row_s);
+  const auto plan = model->describe();
+  EXPECT_TRUE(std::any_of(plan.begin(), plan.end(), [](const std::string& line) {
+    return line.rfind("sparse planner: batch 4 dense ", 0) == 0;
+  }));
+  auto patches = [&](double occupancy) {
+    std::vector<float> x = random_floats(batch * 48 * 48, 77, 0.5f, 15.0f);
+    const auto keep = random_floats(x.size(), 78, 0.0f, 1.0f);
+    for (size_t i = 0; i < x.size(); ++i)
+      if (keep[i] >= occupancy) x[i] = 0.0f;
+    return std::vector<models::HostTensor>{models::HostTensor::make<float>(
+        "main_input", models::DataType::kFloat32, {batch, 48, 48, 1}, x)};
+  };
+  for (double occupancy : {0.0, 1.0}) {
+    SCOPED_TRACE("occupancy " + std::to_string(occupancy));
+    const auto in = patches(occupancy);
+    const auto got = model->run(in);
+    EXPECT_EQ(model->last_run().active, occupancy);
+    EXPECT_EQ(model->last_run().sparse, occupancy == 0.0 || net->sparse_pays(1.0));
+    const auto want = dense->run(in);
+    for (size_t o = 0; o < want.size(); ++o) {
+      const auto a = got[o].values<float>(), b = want[o].values<float>();
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << o << " " << i;
+    }
+  }
+}
+
 // The planner's measured choice (thread split x first-layer GEMM) gives the fixed rule's bits in
 // fp32, and the plan log names the choice and the candidates' times.
 TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
@@ -399,6 +443,7 @@ TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
     models::OnnxModelOptions options;
     options.max_batch = batch;
     options.planner = mode;
+    options.sparse = models::SparsePlan::kDense;  // the dense candidates only (sparse: below)
     const auto model = models::make_onnx_model(proto, openmp, options);
     plan = model->describe();
     return model->run(inputs);
