@@ -45,18 +45,27 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < n; ++i) {
     std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t x = 0; x < w; ++x) {
-        uint8_t any = 0;
-        for (int64_t k = 0; k < c; ++k) any |= images(i, y, x, k) != 0.0f;
-        nonzero[size_t(y * w + x)] = any;
+    if (c == 1 && images.stride[2] == 1) {
+      for (int64_t y = 0; y < h; ++y) {
+        const float* row = &images(i, y, 0, 0);
+        uint8_t* out = &nonzero[size_t(y * w)];
+        for (int64_t x = 0; x < w; ++x) out[x] = row[x] != 0.0f;
       }
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t x = 0; x < ow; ++x) {
-        uint8_t any = 0;
-        for (int64_t d = 0; d < kw; ++d) any |= nonzero[size_t(y * w + x + d)];
-        columns[size_t(y * ow + x)] = any;
-      }
+    } else {
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          uint8_t any = 0;
+          for (int64_t k = 0; k < c; ++k) any |= images(i, y, x, k) != 0.0f;
+          nonzero[size_t(y * w + x)] = any;
+        }
+    }
+    for (int64_t y = 0; y < h; ++y) {  // x innermost: vectorised
+      uint8_t* out = &columns[size_t(y * ow)];
+      const uint8_t* in = &nonzero[size_t(y * w)];
+      for (int64_t x = 0; x < ow; ++x) out[x] = in[x];
+      for (int64_t d = 1; d < kw; ++d)
+        for (int64_t x = 0; x < ow; ++x) out[x] |= in[x + d];
+    }
     int32_t* out = &index(i, 0, 0);
     int64_t active = 0;
     for (int64_t y = 0; y < oh; ++y) {

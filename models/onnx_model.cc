@@ -321,8 +321,8 @@ class OnnxModel final : public OnnxDeviceModel {
     if (options_.precision != Precision::kFp32 || options_.sparse == SparsePlan::kDense) return;
     const int64_t batch = std::max<int64_t>(max_batch_, 1);
     const std::function<float*(int)> data_of = [this](int v) { return data(v); };
-    sparse_ = std::make_unique<onnx_import::SparseFused>(queue_, graph_, *fused_, max_shapes_,
-                                                         data_of, batch, 4 * options_.fused_slab_bytes);
+    sparse_ = std::make_unique<onnx_import::SparseFused>(
+        queue_, graph_, *fused_, max_shapes_, data_of, batch, 4 * options_.fused_slab_bytes);
     sparse_dense1_ = make_device_buffer<float>(
         queue_, size_t(batch * max_shapes_[graph_.ops[fused_->dense1].output][1]));
     const auto before_summary = plan_.end() - 1;
@@ -395,6 +395,17 @@ class OnnxModel final : public OnnxDeviceModel {
     const SparseNetwork& net = sparse_->network();
     if (options_.sparse != SparsePlan::kSparse && net.dense_row_s <= 0) return false;
     const int input = graph_.ops[fused_->conv].inputs[0];
+    if (options_.sparse == SparsePlan::kAuto && queue_.backend().device_memory_is_host() &&
+        !net.sparse_pays(1.0)) {
+      // Input without a single 0 (noise everywhere): every window is active; one look at the
+      // values decides, without indexing the batch.
+      const float* x = data(input);
+      const int64_t count = element_count(shapes_[input]);
+      if (std::find(x, x + count, 0.0f) == x + count) {
+        last_active_ = 1.0;
+        return false;
+      }
+    }
     last_active_ = sparse_->index(shapes_[input][0], data(input));
     return options_.sparse == SparsePlan::kSparse || net.sparse_pays(last_active_);
   }
