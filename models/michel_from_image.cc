@@ -1,6 +1,8 @@
 #include "kaas/models/michel_from_image.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -35,6 +37,8 @@ class MichelFromImage final : public Model {
                          {"hit_tick", DataType::kFloat32, {kVariableDim}}};
     signature_.outputs = {{"scores", DataType::kFloat32, {kVariableDim, 4}},
                           {"fiducial", DataType::kUint8, {kVariableDim}}};
+    const SparseNetwork* net = sparse_network();
+    if (net != nullptr && options_.sparse == SparsePlan::kAuto && net->dense_row_s > 0) calibrate();
   }
 
   const std::string& name() const override { return name_; }
@@ -49,6 +53,7 @@ class MichelFromImage final : public Model {
                            : "per plane, when its measured occupancy says it is faster") +
                       " (conv once per plane where it has charge, first dense layer " +
                       sparse_dense1_impl(cnn_->queue(), net->dense1.weight.extent[1]) + ")");
+      if (!calibration_.empty()) lines.push_back(calibration_);
     }
     for (const auto& line : cnn_->describe()) lines.push_back("cnn: " + line);
     return lines;
@@ -215,7 +220,8 @@ class MichelFromImage final : public Model {
     const double active =
         hits > 0 ? double(window_active) / double(hits * net.out_h * net.out_w) : 0.0;
     last_run_.active = active;
-    if (options_.sparse != SparsePlan::kSparse && !net.sparse_pays(active)) return false;
+    if (options_.sparse != SparsePlan::kSparse && !force_sparse_ && !sparse_pays(net, active))
+      return false;
 
     // Chunks of hits bound the first layer's and the heads' buffers; in each, groups of hits
     // whose bands of conv rows fit the delta buffer.
@@ -261,6 +267,61 @@ class MichelFromImage final : public Model {
       }
     }
     return true;
+  }
+
+  // The image-level plan's cost per hit at `active` (0..1), from the timings taken at load
+  // (calibrate()), against the CNN's dense cost per patch.
+  bool sparse_pays(const SparseNetwork& net, double active) const {
+    if (image_full_hit_s_ <= 0) return net.sparse_pays(active);
+    return image_empty_hit_s_ + active * (image_full_hit_s_ - image_empty_hit_s_) < net.dense_row_s;
+  }
+
+  // Times the image-level plan at load on a plane with charge everywhere (values over the
+  // network's input range) and on an empty one, hits_per_chunk hits each.
+  void calibrate() {
+    const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
+    const int64_t wires = pw + 16, bins = pb + 16;
+    const int64_t hits = options_.hits_per_chunk;
+    std::vector<float> charged(size_t(wires * bins)), empty(charged.size(), 0.0f);
+    for (size_t i = 0; i < charged.size(); ++i)
+      charged[i] = float(int(i * 7919 % 1999) + 1) / 100 - 5;
+    std::vector<int32_t> wire(static_cast<size_t>(hits));
+    std::vector<float> tick(static_cast<size_t>(hits));
+    for (int64_t h = 0; h < hits; ++h) {
+      wire[size_t(h)] = int32_t(h * 37 % wires);
+      tick[size_t(h)] = float(h * 53 % (bins * options_.patch.drift_window));
+    }
+    auto seconds = [&](const std::vector<float>& image) {
+      const std::vector<HostTensor> in = {
+          HostTensor::make<float>("image", DataType::kFloat32, {wires, bins}, image),
+          HostTensor::make<int32_t>("hit_wire", DataType::kInt32, {hits}, wire),
+          HostTensor::make<float>("hit_tick", DataType::kFloat32, {hits}, tick)};
+      double best = 1e30;
+      for (int i = 0; i < 2; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        run(in);
+        best = std::min(
+            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return best / double(hits);
+    };
+    force_sparse_ = true;
+    image_full_hit_s_ = seconds(charged);
+    image_empty_hit_s_ = seconds(empty);
+    force_sparse_ = false;
+    const double dense = sparse_network()->dense_row_s;
+    const double breakeven =
+        image_full_hit_s_ > image_empty_hit_s_
+            ? (dense - image_empty_hit_s_) / (image_full_hit_s_ - image_empty_hit_s_)
+            : 1.0;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "image-level sparse planner: per 1000 hits dense %.1f ms, sparse %.1f ms with "
+                  "no charge and %.1f ms with every window charged: sparse below %.0f %% of "
+                  "positions active",
+                  dense * 1e6, image_empty_hit_s_ * 1e6, image_full_hit_s_ * 1e6,
+                  std::clamp(breakeven, 0.0, 1.0) * 100);
+    calibration_ = line;
   }
 
   // The values of a device buffer on the host: the buffer itself where device memory is the
@@ -311,6 +372,9 @@ class MichelFromImage final : public Model {
       scan_;
   std::vector<int32_t> host_index_, host_offsets_;
   MichelFromImageRun last_run_;
+  bool force_sparse_ = false;  // while calibrating
+  double image_empty_hit_s_ = 0, image_full_hit_s_ = 0;
+  std::string calibration_;
   mutable std::mutex mutex_;
 };
 

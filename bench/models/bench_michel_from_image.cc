@@ -158,7 +158,7 @@ void toy_image_to_scores(benchmark::State& state, const Backend* backend, models
     state.counters["sparse_planes"] = double(sparse_planes);
     std::string label;
     for (const auto& line : model->describe())
-      if (line.find("sparse planner:") != std::string::npos) label = line;
+      if (line.rfind("image-level sparse planner:", 0) == 0) label = line;
     state.SetLabel(label);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
