@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -89,14 +90,16 @@ class OnnxModel final : public OnnxDeviceModel {
   const SparseNetwork* sparse_network() const override {
     return sparse_ ? &sparse_->network() : nullptr;
   }
-  LastRun last_run() const override { return {last_run_sparse_, last_active_}; }
+  LastRun last_run() const override {
+    return {last_run_sparse_rows_ > 0, last_active_, last_run_sparse_rows_};
+  }
 
   std::vector<const float*> run_device(int64_t batch) override {
     require(!graph_.batched || (batch >= 1 && batch <= max_batch_), "model '" + name_ + "'",
             "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
-    last_run_sparse_ = false;
     last_active_ = -1;
+    last_run_sparse_rows_ = 0;
     if (sparse_ && choose_sparse()) {
       run_sparse();
     } else if (fused_ && !run_unfused_) {
@@ -325,6 +328,7 @@ class OnnxModel final : public OnnxDeviceModel {
         queue_, graph_, *fused_, max_shapes_, data_of, batch, 4 * options_.fused_slab_bytes);
     sparse_dense1_ = make_device_buffer<float>(
         queue_, size_t(batch * max_shapes_[graph_.ops[fused_->dense1].output][1]));
+    sparse_->network().weights_digest = sparse_weights_digest();
     const auto before_summary = plan_.end() - 1;
     plan_.insert(before_summary, sparse_->describe());
     std::string rule;
@@ -339,62 +343,83 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.insert(plan_.end() - 1, rule);
   }
 
-  // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input;
-  // returns the plan-log line.
+  // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input,
+  // measured by the planner (kernels/planner.h) and cached with its decisions, so every process
+  // on this CPU predicts the same and picks the same plan for the same patch; returns the
+  // plan-log line.
   std::string measure_sparse(int64_t batch) {
     const int input = graph_.ops[fused_->conv].inputs[0];
     const size_t count = size_t(element_count(max_shapes_[input]));
-    auto best_of = [&](const std::function<void()>& run) {
-      double best = 1e30;
-      for (int i = 0; i < 3; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        queue_.wait();
-        best = std::min(
-            best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      return best;
-    };
-    auto fill = [&](float value) {
-      std::vector<float> values(count, value);
-      copy_to_device(queue_, std::span<const float>(values), storage(input));
-      queue_.wait();
-    };
-    shapes_ = max_shapes_;
-    SparseNetwork& net = sparse_->network();
     // Every window charged: the rescaled-ADC range of the network's training data, no zeros.
-    std::vector<float> charged(count);
+    std::vector<float> charged(count), empty(count, 0.0f);
     for (size_t i = 0; i < count; ++i) charged[i] = float(int(i * 7919 % 1999) + 1) / 100 - 5;
+    const auto charged_device = to_device(queue_, std::span<const float>(charged));
+    const auto empty_device = to_device(queue_, std::span<const float>(empty));
     copy_to_device(queue_, std::span<const float>(charged), storage(input));
     queue_.wait();
-    const double dense = best_of([&] { run_unfused_ ? run_unfused() : run_fused(); });
-    const double full = best_of([&] {
-      sparse_->index(batch, data(input));
-      run_sparse_indexed(batch);
-    });
-    fill(0.0f);
-    const double empty = best_of([&] {
-      sparse_->index(batch, data(input));
-      run_sparse_indexed(batch);
-    });
-    net.dense_row_s = dense / double(batch);
-    net.sparse_full_row_s = full / double(batch);
-    net.sparse_empty_row_s = empty / double(batch);
-    const double breakeven = full > empty ? (dense - empty) / (full - empty) : 1.0;
-    char line[256];
+    shapes_ = max_shapes_;
+    auto sparse_on = [this, batch](const float* x) {
+      sparse_->index(batch, x);
+      sparse_->run(batch, x, sparse_dense1_.data(), data(graph_.ops[fused_->softmax].output),
+                   data(graph_.ops[fused_->head_b].output));
+      queue_.wait();
+    };
+    const std::vector<planner::Candidate> candidates = {
+        {"dense",
+         [this] {
+           run_unfused_ ? run_unfused() : run_fused();
+           queue_.wait();
+         }},
+        {"sparse, every window charged", [&] { sparse_on(charged_device.data()); }},
+        {"sparse, no charge", [&] { sparse_on(empty_device.data()); }}};
+    const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
+    const std::string point =
+        "sparse conv-dense-heads " + std::string(queue_.backend().name()) + " threads " +
+        std::to_string(conv_dense_heads_batch_threads(queue_)) + " conv " +
+        shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " weights " +
+        std::to_string(sparse_->network().weights_digest) + " dense " +
+        (run_unfused_ ? std::string("unfused") : std::string(to_string(fused_split_)) + " split") +
+        " batch " + std::to_string(batch);
+    const planner::Decision d = planner::choose(point, candidates, planner::Mode::kMeasure);
+    SparseNetwork& net = sparse_->network();
+    net.dense_row_s = d.ms[0] / 1e3 / double(batch);
+    net.sparse_full_row_s = d.ms[1] / 1e3 / double(batch);
+    net.sparse_empty_row_s = d.ms[2] / 1e3 / double(batch);
+    const double breakeven = d.ms[1] > d.ms[2] ? (d.ms[0] - d.ms[2]) / (d.ms[1] - d.ms[2]) : 1.0;
+    char line[320];
     std::snprintf(line, sizeof line,
                   "sparse planner: batch %lld dense %.2f ms, sparse %.2f ms with no charge and "
-                  "%.2f ms with every window charged: sparse below %.0f %% of positions active",
-                  static_cast<long long>(batch), dense * 1e3, empty * 1e3, full * 1e3,
-                  std::clamp(breakeven, 0.0, 1.0) * 100);
+                  "%.2f ms with every window charged%s: a patch runs sparse below %.0f %% of "
+                  "its positions active",
+                  static_cast<long long>(batch), d.ms[0], d.ms[2], d.ms[1],
+                  d.from_cache ? " (cached)" : "", std::clamp(breakeven, 0.0, 1.0) * 100);
     return line;
   }
 
-  // kSparse: always; kAuto: when the batch's measured occupancy says it pays.
+  // A digest of the conv and first dense weights: the sparse plan's speed depends on how many
+  // conv channels the ReLU zeroes, so cached timings belong to these weights.
+  uint64_t sparse_weights_digest() const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the values' bits
+    for (int v : {graph_.ops[fused_->conv].inputs[1], graph_.ops[fused_->dense1].inputs[1]}) {
+      const auto& values = graph_.values[v].data;
+      for (size_t i = 0; i < values.size(); i += 97) {
+        uint32_t bits;
+        std::memcpy(&bits, &values[i], sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+      }
+    }
+    return h;
+  }
+
+  // Which patches of the batch run sparse: kSparse all; kAuto each patch by its own measured
+  // occupancy against the load-time timings, so a patch's plan (and its bits) does not depend
+  // on the patches it is batched with. Fills sparse_rows_ / dense_rows_; returns false when
+  // every patch runs dense.
   bool choose_sparse() {
     const SparseNetwork& net = sparse_->network();
     if (options_.sparse != SparsePlan::kSparse && net.dense_row_s <= 0) return false;
     const int input = graph_.ops[fused_->conv].inputs[0];
+    const int64_t n = shapes_[input][0];
     if (options_.sparse == SparsePlan::kAuto && queue_.backend().device_memory_is_host() &&
         !net.sparse_pays(1.0)) {
       // Input without a single 0 (noise everywhere): every window is active; one look at the
@@ -406,19 +431,62 @@ class OnnxModel final : public OnnxDeviceModel {
         return false;
       }
     }
-    last_active_ = sparse_->index(shapes_[input][0], data(input));
-    return options_.sparse == SparsePlan::kSparse || net.sparse_pays(last_active_);
+    last_active_ = sparse_->index(n, data(input));
+    sparse_rows_.clear();
+    dense_rows_.clear();
+    if (options_.sparse == SparsePlan::kSparse) return true;
+    const std::vector<double> active = sparse_->active_per_row();
+    for (int64_t r = 0; r < n; ++r)
+      (net.sparse_pays(active[size_t(r)]) ? sparse_rows_ : dense_rows_).push_back(int32_t(r));
+    if (!queue_.backend().device_memory_is_host() && !dense_rows_.empty()) {
+      // On a GPU the batch is not split: one plan for all, by the batch's occupancy.
+      const bool sparse = net.sparse_pays(last_active_);
+      sparse_rows_.clear();
+      dense_rows_.clear();
+      return sparse;
+    }
+    return !sparse_rows_.empty();
   }
 
   void run_sparse() {
-    run_sparse_indexed(shapes_[graph_.ops[fused_->conv].inputs[0]][0]);
-    last_run_sparse_ = true;
-  }
-
-  void run_sparse_indexed(int64_t n) {
     const int input = graph_.ops[fused_->conv].inputs[0];
-    sparse_->run(n, data(input), sparse_dense1_.data(), data(graph_.ops[fused_->softmax].output),
-                 data(graph_.ops[fused_->head_b].output));
+    const int64_t n = shapes_[input][0];
+    const int softmax = graph_.ops[fused_->softmax].output,
+              head_b = graph_.ops[fused_->head_b].output;
+    last_run_sparse_rows_ = n;
+    if (dense_rows_.empty()) {
+      sparse_->run(n, data(input), sparse_dense1_.data(), data(softmax), data(head_b));
+      return;
+    }
+    // Some patches sparse, some dense (host memory): the sparse ones first, into scratch rows;
+    // then the dense ones moved to the front of the input and run as a smaller batch; then every
+    // output row put back in its place.
+    const int64_t na = shapes_[softmax][1], nb = shapes_[head_b][1];
+    const size_t ns = sparse_rows_.size(), nd = dense_rows_.size();
+    std::vector<float> sparse_a(ns * size_t(na)), sparse_b(ns * size_t(nb));
+    sparse_->run(n, data(input), sparse_dense1_.data(), sparse_a.data(), sparse_b.data(),
+                 &sparse_rows_);
+    queue_.wait();
+    const size_t patch = size_t(element_count(shapes_[input]) / n);
+    float* x = data(input);
+    for (size_t i = 0; i < nd; ++i)
+      if (size_t(dense_rows_[i]) != i)
+        std::memmove(x + i * patch, x + size_t(dense_rows_[i]) * patch, patch * sizeof(float));
+    shapes_ = onnx_import::infer_shapes(graph_, int64_t(nd));
+    run_unfused_ ? run_unfused() : run_fused();
+    queue_.wait();
+    shapes_ = onnx_import::infer_shapes(graph_, n);
+    float* out_a = data(softmax);
+    float* out_b = data(head_b);
+    for (size_t i = nd; i-- > 0;) {  // back to front: row dense_rows_[i] >= i
+      std::memmove(out_a + size_t(dense_rows_[i]) * na, out_a + i * na, size_t(na) * sizeof(float));
+      std::memmove(out_b + size_t(dense_rows_[i]) * nb, out_b + i * nb, size_t(nb) * sizeof(float));
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      std::copy_n(&sparse_a[i * size_t(na)], na, out_a + size_t(sparse_rows_[i]) * na);
+      std::copy_n(&sparse_b[i * size_t(nb)], nb, out_b + size_t(sparse_rows_[i]) * nb);
+    }
+    last_run_sparse_rows_ = int64_t(ns);
   }
 
   // The planner's candidates for the fused plan on the CPU backends: thread split x first-layer
@@ -666,8 +734,9 @@ class OnnxModel final : public OnnxDeviceModel {
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16
   std::unique_ptr<onnx_import::SparseFused> sparse_;      // the fused plan's sparse execution
   DeviceBuffer<float> sparse_dense1_;
-  bool last_run_sparse_ = false;
+  int64_t last_run_sparse_rows_ = 0;
   double last_active_ = -1;
+  std::vector<int32_t> sparse_rows_, dense_rows_;  // of the batch being run (kAuto)
   std::mutex mutex_;
 };
 

@@ -37,8 +37,9 @@ enum class FusedPlan {
 };
 
 // Whether the fused plan skips the conv windows that see only zeros (kernels/sparse_conv_dense.h;
-// fp32 only). kAuto: per batch, from the batch's measured occupancy and the timings the model
-// took at load (sparse where predicted faster); in the planner's fixed mode, dense.
+// fp32 only). kAuto: patch by patch (so a patch's plan, and its bits, do not depend on its
+// batch), from the patch's measured occupancy and the timings the model took at load, cached by
+// the planner (sparse where predicted faster); in the planner's fixed mode, dense.
 enum class SparsePlan { kAuto, kDense, kSparse };
 std::string_view to_string(SparsePlan plan);
 // "auto", "dense" or "sparse"; anything else throws kInvalidArgument naming `where`.
@@ -74,6 +75,7 @@ struct SparseNetwork {
   DenseLayer hidden, head_a, head_b;  // head_a: the softmax head (its softmax included)
   int64_t in_h = 0, in_w = 0, channels = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
   double dense_row_s = 0, sparse_empty_row_s = 0, sparse_full_row_s = 0;
+  uint64_t weights_digest = 0;  // of the conv and first dense weights (keys cached timings)
   // Whether the sparse plan is predicted faster for rows whose windows are `active` (0..1) active.
   bool sparse_pays(double active) const;
 };
@@ -91,11 +93,12 @@ class OnnxDeviceModel : public Model {
   virtual std::vector<const float*> run_device(int64_t batch) = 0;
   // The network for the sparse kernels; nullptr unless the fused plan runs in fp32.
   virtual const SparseNetwork* sparse_network() const = 0;
-  // Whether the last run took the sparse execution, and the fraction of conv positions active
-  // in its batch (-1 when not looked at).
+  // Whether the last run took the sparse execution (for how many patches: kAuto decides patch
+  // by patch), and the fraction of conv positions active in its batch (-1 when not looked at).
   struct LastRun {
-    bool sparse = false;
+    bool sparse = false;  // some of its patches ran sparse
     double active = -1;
+    int64_t sparse_rows = 0;  // how many
   };
   virtual LastRun last_run() const = 0;
 };

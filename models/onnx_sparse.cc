@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <span>
 
 #include "kaas/kernels/scan.h"
 #include "kaas/models/onnx_ops/attrs.h"
@@ -104,38 +105,67 @@ double SparseFused::index(int64_t n, const float* input) {
   return total > 0 ? double(active_) / double(total) : 0.0;
 }
 
-void SparseFused::run(int64_t n, const float* input, float* dense1, float* out_a, float* out_b) {
+const int32_t* SparseFused::host_offsets() {
+  if (queue_.backend().device_memory_is_host()) return offsets_.data();
+  const SparseNetwork& net = network_;
+  const int64_t total = last_n_ * net.out_h * net.out_w;
+  host_offsets_.resize(size_t(total));
+  queue_.backend().copy(host_offsets_.data(), offsets_.data(), size_t(total) * sizeof(int32_t),
+                        CopyKind::kDeviceToHost, queue_.native_stream());
+  queue_.wait();
+  return host_offsets_.data();
+}
+
+std::vector<double> SparseFused::active_per_row() {
+  const SparseNetwork& net = network_;
+  const int64_t per_patch = net.out_h * net.out_w;
+  const int32_t* offsets = host_offsets();
+  std::vector<double> active(static_cast<size_t>(last_n_));
+  for (int64_t r = 0; r < last_n_; ++r) {
+    const int64_t end = r + 1 < last_n_ ? int64_t(offsets[(r + 1) * per_patch]) : active_;
+    active[size_t(r)] = double(end - offsets[r * per_patch]) / double(per_patch);
+  }
+  return active;
+}
+
+void SparseFused::run(int64_t n, const float* input, float* dense1, float* out_a, float* out_b,
+                      const std::vector<int32_t>* rows) {
   require(n == last_n_, "sparse conv-dense-heads", "batch of run()", "that of index()",
           std::to_string(n));
   const SparseNetwork& net = network_;
-  const int64_t per_patch = net.out_h * net.out_w, total = n * per_patch;
-  const int32_t* offsets = offsets_.data();
-  if (!queue_.backend().device_memory_is_host()) {
-    host_offsets_.resize(size_t(total));
-    queue_.backend().copy(host_offsets_.data(), offsets_.data(), size_t(total) * sizeof(int32_t),
-                          CopyKind::kDeviceToHost, queue_.native_stream());
-    queue_.wait();
-    offsets = host_offsets_.data();
+  const int64_t per_patch = net.out_h * net.out_w;
+  const int32_t* offsets = host_offsets();
+  const int64_t m = rows != nullptr ? int64_t(rows->size()) : n;
+  const int32_t* images_of = window_image_.data();
+  if (rows != nullptr) {  // the listed patches only, in their order
+    copy_to_device(queue_, std::span<const int32_t>(*rows), window_image_);
+    images_of = window_image_.data();
+  } else if (listed_) {
+    std::vector<int32_t> iota(static_cast<size_t>(window_image_.size()));
+    std::iota(iota.begin(), iota.end(), 0);
+    copy_to_device(queue_, std::span<const int32_t>(iota), window_image_);
   }
-  std::vector<SparseRange> ranges(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r)
-    ranges[size_t(r)] = {offsets[r * per_patch],
+  listed_ = rows != nullptr;
+  std::vector<SparseRange> ranges(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t r = rows != nullptr ? (*rows)[size_t(i)] : i;
+    ranges[size_t(i)] = {offsets[r * per_patch],
                          r + 1 < n ? int64_t(offsets[(r + 1) * per_patch]) : active_};
+  }
   const auto images = make_view<4>(input, {n, net.in_h, net.in_w, net.channels});
   const int64_t oc = net.conv.conv_weight.extent[0];
-  const SparseWindows windows{make_view(static_cast<const int32_t*>(window_image_.data()), n),
-                              make_view(static_cast<const int32_t*>(window_origin_.data()), n),
-                              make_view(static_cast<const int32_t*>(window_origin_.data()), n),
-                              net.out_h, net.out_w};
-  const auto d1 = make_view<2>(dense1, {n, n1_});
+  const SparseWindows windows{
+      make_view(images_of, m), make_view(static_cast<const int32_t*>(window_origin_.data()), m),
+      make_view(static_cast<const int32_t*>(window_origin_.data()), m), net.out_h, net.out_w};
+  const auto d1 = make_view<2>(dense1, {m, n1_});
   sparse_conv_dense1_grouped(
       queue_, images, net.conv, make_view(static_cast<const int32_t*>(positions_.data()), active_),
       make_view<3>(static_cast<const int32_t*>(index_.data()), {n, net.out_h, net.out_w}),
       ranges.data(), windows, net.dense1,
       make_view<2>(delta_.data(), {int64_t(delta_.size()) / oc, oc}), d1);
   mlp_two_heads(queue_, View2<const float>(d1), net.hidden, net.head_a, net.head_b,
-                make_view<2>(out_a, {n, net.head_a.w.extent[1]}),
-                make_view<2>(out_b, {n, net.head_b.w.extent[1]}));
+                make_view<2>(out_a, {m, net.head_a.w.extent[1]}),
+                make_view<2>(out_b, {m, net.head_b.w.extent[1]}));
 }
 
 std::string SparseFused::describe() const {

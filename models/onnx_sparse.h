@@ -30,8 +30,12 @@ class SparseFused {
   // Step 1 for the batch in `input` ([n, H, W, C]): returns the fraction of the windows' conv
   // positions that touch charge. run() must follow with the same n and input.
   double index(int64_t n, const float* input);
-  // The rest: dense1 [n, N1] is scratch; out_a, out_b the two heads' outputs.
-  void run(int64_t n, const float* input, float* dense1, float* out_a, float* out_b);
+  // Per patch of the indexed batch, the fraction of its conv positions that touch charge.
+  std::vector<double> active_per_row();
+  // The rest, for every patch of the batch or the listed ones (ascending): dense1 [rows, N1] is
+  // scratch; out_a, out_b the two heads' outputs, one row per patch run.
+  void run(int64_t n, const float* input, float* dense1, float* out_a, float* out_b,
+           const std::vector<int32_t>* rows = nullptr);
 
   std::string describe() const;
 
@@ -42,6 +46,9 @@ class SparseFused {
   DeviceBuffer<float> conv_constant_, dense1_constant_, dense1_weight_, delta_;
   DeviceBuffer<int32_t> index_, offsets_, scan_, positions_, window_image_, window_origin_;
   std::vector<int32_t> host_offsets_;
+  bool listed_ = false;  // window_image_ holds a list of patches, not 0, 1, 2, ...
+
+  const int32_t* host_offsets();
 };
 
 }  // namespace kaas::models::onnx_import
