@@ -38,12 +38,25 @@ class Fleet:
         """`count` servers' ports; the first `running` (all by default) started now."""
         self.server_bin, self.repository = server_bin, repository
         self.ports = [free_ports(3) for _ in range(count)]
+        self.started = [False] * count
         self.servers = [self.start(i) if i < (count if running is None else running) else None
                         for i in range(count)]
 
     def start(self, i):
-        return KaasServer(self.server_bin, self.repository, ports=self.ports[i],
-                          extra_args=["--threads", "1", "--drain-seconds", str(DRAIN_SECONDS)])
+        """Server i on its ports. Its first start may find a port taken meanwhile (ports are
+        chosen up front; another process's connection can take one): then it gets new ones. A
+        restart keeps its ports: clients know them."""
+        for attempt in range(3):
+            try:
+                server = KaasServer(self.server_bin, self.repository, ports=self.ports[i],
+                                    extra_args=["--threads", "1", "--drain-seconds",
+                                                str(DRAIN_SECONDS)])
+                self.started[i] = True
+                return server
+            except RuntimeError as e:
+                if self.started[i] or "Address already in use" not in str(e) or attempt == 2:
+                    raise
+                self.ports[i] = free_ports(3)
 
     def addresses(self, which=None):
         which = range(len(self.ports)) if which is None else which
