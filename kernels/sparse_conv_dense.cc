@@ -40,9 +40,11 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
                    View<int32_t, 3> index, View1<int32_t> offsets, View1<int32_t> positions) {
   const int64_t n = images.extent[0], h = images.extent[1], w = images.extent[2];
   const int64_t c = images.extent[3], oh = index.extent[1], ow = index.extent[2];
-  const bool parallel = queue.backend_id() == BackendId::kOpenmp;
+  [[maybe_unused]] const bool parallel = queue.backend_id() == BackendId::kOpenmp;
   std::vector<int64_t> first(size_t(n) + 1, 0);  // per image, its first position's number
+#if defined(_OPENMP)                             // (the ThreadSanitizer build has no OpenMP)
 #pragma omp parallel for schedule(static) if (parallel)
+#endif
   for (int64_t i = 0; i < n; ++i) {
     std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
     if (c == 1 && images.stride[2] == 1) {
@@ -82,7 +84,9 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
           "positions extent", ">= " + str(count) + " (the active positions)",
           str(positions.extent[0]));
   const int64_t per_image = oh * ow;
+#if defined(_OPENMP)  // (the ThreadSanitizer build has no OpenMP)
 #pragma omp parallel for schedule(static) if (parallel)
+#endif
   for (int64_t i = 0; i < n; ++i) {
     int32_t* flat = index.data + i * per_image;
     int32_t* offs = offsets.data + i * per_image;

@@ -76,7 +76,8 @@ inline void remainder(const SparseDense1Args& a, const float* w, const int32_t* 
 }
 
 // Bit c of nonzero[i]: delta row i's channel c is not 0.
-inline void nonzero_channels(const SparseDense1Args& a, uint64_t* nonzero, bool parallel) {
+inline void nonzero_channels(const SparseDense1Args& a, uint64_t* nonzero,
+                             [[maybe_unused]] bool parallel) {
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) if (parallel) num_threads(openmp::requested_team())
 #endif
