@@ -48,8 +48,14 @@ inline void accumulate(const SparseDense1Args& a, const float* w, const int32_t*
 template <class V, int kSparseVectors>
 inline void accumulate_nonzero(const SparseDense1Args& a, const float* w, int32_t row,
                                int32_t delta_row, int64_t c0) {
-  const float* d = a.delta + (delta_row - a.delta_first) * a.delta_stride;
-  uint64_t nonzero = a.nonzero[delta_row - a.delta_first];
+  const int64_t i = delta_row - a.delta_first;
+  const float* d = a.delta + i * a.delta_stride;
+  if (i + 2 < a.delta_rows) {  // this window's next active positions are usually next in line
+    const float* ahead = d + 2 * a.delta_stride;
+    for (int64_t c = 0; c < a.channels; c += 16) __builtin_prefetch(ahead + c);
+    __builtin_prefetch(a.nonzero + i + 2);
+  }
+  uint64_t nonzero = a.nonzero[i];
   if (nonzero == 0) return;
   float* out = a.out + row * a.out_stride + c0;
   typename V::Reg acc[kSparseVectors];
