@@ -92,40 +92,11 @@ class MichelFromImage final : public Model {
       fiducial.bytes.resize(size_t(hits));
       const int64_t window = options_.patch.drift_window;
       const int64_t tick_limit = (bins + 1) * window - 1;
-      const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
       last_run_ = {};
-      if (sparse_network() != nullptr &&
-          run_sparse(n_wires, bins, tick_limit, wires.values<int32_t>(), ticks.values<float>(),
-                     scores.values<float>())) {
-        copy_to_host(queue, fiducial_, fiducial.values<uint8_t>(), 0);
-        queue.wait();
-        std::vector<HostTensor> outputs;
-        outputs.push_back(std::move(scores));
-        outputs.push_back(std::move(fiducial));
-        return outputs;
-      }
-      std::vector<float> softmax(size_t(options_.hits_per_chunk) * 3),
-          michel(size_t(options_.hits_per_chunk));
-      float* patches = cnn_->device_input(0);
-      for (int64_t begin = 0; begin < hits; begin += options_.hits_per_chunk) {
-        const int64_t n = std::min(options_.hits_per_chunk, hits - begin);
-        View1<const int32_t> w =
-            make_view(static_cast<const int32_t*>(hit_wire_.data()) + begin, n);
-        View1<const float> t = make_view(static_cast<const float*>(hit_tick_.data()) + begin, n);
-        extract_patches(queue,
-                        make_view<2>(static_cast<const float*>(image_.data()), {n_wires, bins}),
-                        tick_limit, w, t, make_view<3>(patches, {n, pw, pb}),
-                        make_view(fiducial_.data() + begin, n), options_.patch);
-        const auto out = cnn_->run_device(n);
-        backend_copy(queue, softmax.data(), out[softmax_output_], size_t(n) * 3);
-        backend_copy(queue, michel.data(), out[1 - softmax_output_], size_t(n));
-        queue.wait();
-        auto s = scores.values<float>();
-        for (int64_t h = 0; h < n; ++h) {
-          for (int k = 0; k < 3; ++k) s[size_t((begin + h) * 4 + k)] = softmax[size_t(h * 3 + k)];
-          s[size_t((begin + h) * 4 + 3)] = michel[size_t(h)];
-        }
-      }
+      const bool sparse = sparse_network() != nullptr &&
+                          run_sparse(n_wires, bins, tick_limit, wires.values<int32_t>(),
+                                     ticks.values<float>(), scores.values<float>());
+      if (!sparse) run_dense(n_wires, bins, tick_limit, hits, scores.values<float>());
       copy_to_host(queue, fiducial_, fiducial.values<uint8_t>(), 0);
       queue.wait();
       std::vector<HostTensor> outputs;
@@ -139,6 +110,33 @@ class MichelFromImage final : public Model {
   }
 
  private:
+  // Patches cut chunk by chunk into the CNN's input buffer, the CNN on each chunk.
+  void run_dense(int64_t n_wires, int64_t bins, int64_t tick_limit, int64_t hits,
+                 std::span<float> s) {
+    const Queue& queue = cnn_->queue();
+    const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
+    std::vector<float> softmax(size_t(options_.hits_per_chunk) * 3),
+        michel(size_t(options_.hits_per_chunk));
+    float* patches = cnn_->device_input(0);
+    for (int64_t begin = 0; begin < hits; begin += options_.hits_per_chunk) {
+      const int64_t n = std::min(options_.hits_per_chunk, hits - begin);
+      View1<const int32_t> w = make_view(static_cast<const int32_t*>(hit_wire_.data()) + begin, n);
+      View1<const float> t = make_view(static_cast<const float*>(hit_tick_.data()) + begin, n);
+      extract_patches(queue,
+                      make_view<2>(static_cast<const float*>(image_.data()), {n_wires, bins}),
+                      tick_limit, w, t, make_view<3>(patches, {n, pw, pb}),
+                      make_view(fiducial_.data() + begin, n), options_.patch);
+      const auto out = cnn_->run_device(n);
+      backend_copy(queue, softmax.data(), out[softmax_output_], size_t(n) * 3);
+      backend_copy(queue, michel.data(), out[1 - softmax_output_], size_t(n));
+      queue.wait();
+      for (int64_t h = 0; h < n; ++h) {
+        for (int k = 0; k < 3; ++k) s[size_t((begin + h) * 4 + k)] = softmax[size_t(h * 3 + k)];
+        s[size_t((begin + h) * 4 + 3)] = michel[size_t(h)];
+      }
+    }
+  }
+
   template <class T>
   static void ensure(DeviceBuffer<T>& buffer, size_t count, const Queue& queue) {
     if (buffer.size() < count) buffer = make_device_buffer<T>(queue, count);
