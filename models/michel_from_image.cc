@@ -283,8 +283,7 @@ class MichelFromImage final : public Model {
     const int64_t wires = pw + 16, bins = pb + 16;
     const int64_t hits = options_.hits_per_chunk;
     std::vector<float> charged(size_t(wires * bins)), empty(charged.size(), 0.0f);
-    for (size_t i = 0; i < charged.size(); ++i)
-      charged[i] = float(int(i * 7919 % 1999) + 1) / 100 - 5;
+    for (size_t i = 0; i < charged.size(); ++i) charged[i] = sparse_trial_charge(i);
     std::vector<int32_t> wire(static_cast<size_t>(hits));
     std::vector<float> tick(static_cast<size_t>(hits));
     for (int64_t h = 0; h < hits; ++h) {
