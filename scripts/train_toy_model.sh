@@ -12,9 +12,9 @@
 # BUILD_DIR/trained, or BUILD_DIR/trained-smoke with KAAS_TRAIN_SMOKE=1.
 # Environment:
 #   KAAS_TRAIN_SMOKE=1   one epoch on 2 small events (seconds; the test command's version)
-#   KAAS_TRAIN_EVENTS    training + validation events (default 22; the last 10 % validate)
+#   KAAS_TRAIN_EVENTS    training + validation events (default 33; the last 10 % validate)
 #   KAAS_TRAIN_EPOCHS    epochs (default 1)
-#   KAAS_TRAIN_SECONDS   stop training after this long (default 600, ~2.7x the measured epoch;
+#   KAAS_TRAIN_SECONDS   stop training after this long (default 1200, ~2.3x the measured epoch;
 #                        a stop says so loudly: the model then differs from the README's)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -30,15 +30,16 @@ if [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]]; then
   train_args=(--epochs 1 --max-seconds 120)
 else
   out="$build/trained"
-  events="${KAAS_TRAIN_EVENTS:-22}"
+  events="${KAAS_TRAIN_EVENTS:-33}"
   val_fraction=0.1
   geometry=()
-  # ~128k patches: every Michel hit, 2400 track and 1200 EM hits per event plus 800 EM hits
-  # with few EM neighbours (delta rays, shower tips: the Michel look-alikes), 600 hits near
-  # Michel electrons; one pass over many patches beat several over fewer (README).
+  # ~200k patches: every Michel hit, 2400 track and 1200 EM hits per event plus 800 EM hits
+  # with few EM neighbours (delta rays, shower tips: the Michel look-alikes), 800 hits near
+  # Michel electrons (the muon's end, where most Michel hits are missed); one pass over many
+  # patches beat several over fewer (README).
   patch_args=(--events "$events" --per-class 1200 --track-hits 2400 --sparse-em 800
-              --near-michel 600)
-  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-600}")
+              --near-michel 800)
+  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-1200}")
 fi
 patch_args+=(--seed 18)
 train_args+=(--val-fraction "$val_fraction")

@@ -93,6 +93,10 @@ Painter::MuonEnd Painter::muon(Vec2 start, double angle, double length_cm, bool 
   return {at, angle};
 }
 
+Painter::Painter(PlaneImage& image, Rng& rng) : image_(image), rng_(rng) {
+  for (auto& charge : class_adc_) charge.assign(image.adc.size(), 0.0f);
+}
+
 void Painter::electron(Vec2 start, double angle, double energy_mev, Truth truth, int generation) {
   Vec2 at = start;
   double energy = energy_mev;
@@ -109,8 +113,12 @@ void Painter::electron(Vec2 start, double angle, double energy_mev, Truth truth,
       energy -= photon;
       const double flight = -(9.0 / 7.0) * kRadiationLengthCm * std::log(1.0 - rng_.uniform());
       const Vec2 converts = advance(at, angle + rng_.normal() * kElectronMass / photon, flight);
+      // A photon's deposits are EM activity even when the parent is a Michel electron: the
+      // Michel label is the decay electron's own ionisation, as LArSoft's training labels
+      // (nnet::TrainingDataAlg tags kMichel only on the electron's own track ID; its EM
+      // daughters' deposits are EM).
       if (generation == 0 && photon > 1.0)
-        electron(converts, rng_.uniform(0, 2 * kPi), photon * rng_.uniform(0.3, 0.9), truth,
+        electron(converts, rng_.uniform(0, 2 * kPi), photon * rng_.uniform(0.3, 0.9), Truth::kEm,
                  generation + 1);
     }
     angle += rng_.normal() * highland(std::max(energy, 0.05), kElectronMass, kStepCm);
@@ -131,8 +139,15 @@ void Painter::deposit_adc(double wire, double tick, double amplitude, Truth trut
     const double x = (t - tick) / kPulseSigmaTicks;
     const float value = float(amplitude * std::exp(-0.5 * x * x));
     const size_t i = size_t(w) * size_t(image_.ticks) + size_t(t);
-    if (value > 0.25f * image_.adc[i] && value > 1.0f) image_.truth[i] = uint8_t(truth);
     image_.adc[i] += value;
+    if (truth == Truth::kNone) continue;
+    // Only this class's charge grew: the pixel's largest class is this one or stays. Tails
+    // below 1 ADC label nothing.
+    const int cls = int(truth) - 1;
+    const float grown = class_adc_[size_t(cls)][i] += value;
+    const uint8_t held = image_.truth[i];
+    if (grown > 1.0f && (held == uint8_t(Truth::kNone) || grown > class_adc_[size_t(held) - 1][i]))
+      image_.truth[i] = uint8_t(truth);
   }
 }
 

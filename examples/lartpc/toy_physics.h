@@ -22,12 +22,16 @@
 // - Electrons (Michel, delta rays) ionise 2.1 MeV/cm, scatter strongly at low energy (Highland)
 //   so they wander, and occasionally radiate a hard photon (probability step / 2 X0 per step, a
 //   1/y spectrum of the energy fraction y > 0.1): it flies an exponential distance (mean 9/7 X0)
-//   and leaves a detached Compton-electron deposit, part of the parent's truth.
+//   and leaves a detached Compton-electron deposit, labelled EM (a Michel electron's photons
+//   are EM activity in LArSoft's training labels too: only the decay electron's own
+//   ionisation is Michel).
 // - Showers as before: segments that split in two with decreasing energy.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "examples/lartpc/toy_event.h"
 
@@ -75,7 +79,7 @@ double michel_energy(Rng& rng);
 // Paints particles' charge into a plane's ADC and truth images.
 class Painter {
  public:
-  Painter(PlaneImage& image, Rng& rng) : image_(image), rng_(rng) {}
+  Painter(PlaneImage& image, Rng& rng);
 
   struct MuonEnd {
     Vec2 position;
@@ -101,6 +105,10 @@ class Painter {
 
   PlaneImage& image_;
   Rng& rng_;
+  // The charge each particle class (track, EM, Michel) left in each pixel: a pixel's truth is
+  // the class with the most, as LArSoft's training labels take the particle with the largest
+  // deposit in the tick.
+  std::array<std::vector<float>, 3> class_adc_;
   int64_t delta_rays_ = 0;
 };
 
