@@ -23,6 +23,7 @@
 
 #include "examples/lartpc/display.h"
 #include "examples/lartpc/metrics.h"
+#include "examples/lartpc/neighbourhood.h"
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/reco_calls.h"
 #include "kaas/backends/backend.h"
@@ -42,6 +43,12 @@ struct ChosenWorkingPoint {
   float threshold = 0.5f;
   double efficiency = 0, purity = 0;  // on the validation events
 };
+// Both tags' working points: the hit's own score and its neighbourhood's (neighbourhood.h).
+struct ChosenWorkingPoints {
+  ChosenWorkingPoint hit;
+  std::optional<ChosenWorkingPoint> neighbourhood;  // files written before it existed lack it
+  double radius_cm = 0;
+};
 
 struct Args {
   std::string mode = "both", server = "127.0.0.1:8001", repository, backend = "auto";
@@ -50,8 +57,9 @@ struct Args {
   int events = 3, first_event = 0, async = 1, retries = 2, deadline_ms = 0;
   bool gzip = false, fallback = false, quiet = false;
   float cluster_gap = 8.0f, michel_threshold = 0.5f;
+  double michel_radius_cm = 4.0;  // the best of 1, 2, 3, 4, 6 cm on the validation events
   std::string display_dir, choose_working_point, working_point_file;
-  std::optional<ChosenWorkingPoint> working_point;  // read from working_point_file
+  std::optional<ChosenWorkingPoints> working_point;  // read from working_point_file
   ToyEventConfig toy;
 };
 
@@ -91,6 +99,10 @@ void add_options(CLI::App& app, Args& args) {
   app.add_option("--michel-threshold", args.michel_threshold,
                  "Michel score above which a hit or cluster counts as Michel")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--michel-radius", args.michel_radius_cm,
+                 "also tag Michel hits by the mean Michel score of the hits within this many cm "
+                 "on their plane (0: off)")
+      ->check(CLI::Range(0.0, 100.0));
   app.add_option("--choose-working-point", args.choose_working_point,
                  "choose the Michel working point on these (validation) events, the threshold "
                  "that maximizes efficiency x purity, and write it to this JSON file");
@@ -134,7 +146,8 @@ struct Path {
   bool have_stats = false;
   Totals direct_totals, remote_totals;
   double prep_s = 0, prep_cpu_s = 0, aggregate_s = 0;
-  Evaluation evaluation;  // truth-matched, over every answered event
+  Evaluation evaluation;     // truth-matched, over every answered event
+  Evaluation neighbourhood;  // the same with the neighbourhood Michel score (--michel-radius)
 
   const models::ModelSignature& signature() const {
     return direct ? direct->signature() : remote->signature();
@@ -215,7 +228,7 @@ class Reco {
     return paths_.front().get();
   }
   float display_threshold() const {
-    return args_.working_point ? args_.working_point->threshold : args_.michel_threshold;
+    return args_.working_point ? args_.working_point->hit.threshold : args_.michel_threshold;
   }
   bool remote() const { return args_.mode != "direct"; }
 
@@ -399,6 +412,13 @@ class Reco {
     const Evaluation evaluation = evaluate(*w.event, scores.scores, scores.fiducial, *w.clusters,
                                            per_cluster, args_.michel_threshold);
     w.path->evaluation += evaluation;
+    if (args_.michel_radius_cm > 0) {
+      const auto michel =
+          neighbourhood_michel_scores(*w.event, scores.scores, args_.michel_radius_cm);
+      w.path->neighbourhood +=
+          evaluate(*w.event, with_michel_scores(scores.scores, michel), scores.fiducial,
+                   *w.clusters, per_cluster, args_.michel_threshold);
+    }
     truth_line = summary_line(evaluation);
     int64_t by_class[3] = {}, michel = 0;
     for (size_t c = 0; c < w.clusters->size(); ++c) {
@@ -530,21 +550,38 @@ class Reco {
           displays_written_, args_.display_dir.c_str());
   }
 
-  // The Michel tag at the working point chosen on validation events (--working-point), and the
-  // choice on this run's events (--choose-working-point).
+  // The Michel tags (the hit's own score and, with --michel-radius, its neighbourhood's) at the
+  // working points chosen on validation events (--working-point), and the choice on this run's
+  // events (--choose-working-point).
   void print_working_points() {
     const Evaluation& evaluation = paths_.front()->evaluation;
+    const Evaluation& neighbourhood = paths_.front()->neighbourhood;
+    const bool with_neighbourhood = args_.michel_radius_cm > 0;
+    char what[96];
+    std::snprintf(what, sizeof what, "neighbourhood score (mean within %.1f cm)",
+                  args_.michel_radius_cm);
+    if (with_neighbourhood) {
+      std::string line = std::string("Michel hits, ") + what + ", efficiency/purity at score >";
+      for (size_t t = 0; t < kMichelCurve.size(); ++t) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%s %.2f: %.3f/%.3f", t ? ";" : "",
+                      double(kMichelCurve[t]), neighbourhood.michel_hit_curve[t].efficiency(),
+                      neighbourhood.michel_hit_curve[t].purity());
+        line += text;
+      }
+      std::printf("%s\n", line.c_str());
+    }
     if (args_.working_point) {
-      const int k = int(std::lround(args_.working_point->threshold * kScoreBins));
-      const ClassCounts at = michel_hits_above(evaluation, k);
-      std::printf(
-          "Michel hits at the working point chosen on validation events (score > %.3f; "
-          "there %.3f/%.3f): efficiency %.3f, purity %.3f (%lld of %lld Michel hits, %lld "
-          "tagged)\n",
-          double(args_.working_point->threshold), args_.working_point->efficiency,
-          args_.working_point->purity, at.efficiency(), at.purity(),
-          static_cast<long long>(at.matched), static_cast<long long>(at.truth),
-          static_cast<long long>(at.predicted));
+      print_at(evaluation, "score", args_.working_point->hit);
+      const auto& chosen = args_.working_point->neighbourhood;
+      if (with_neighbourhood && chosen &&
+          std::fabs(args_.working_point->radius_cm - args_.michel_radius_cm) < 1e-9)
+        print_at(neighbourhood, what, *chosen);
+      else if (with_neighbourhood)
+        std::printf(
+            "(no neighbourhood working point for %.1f cm in %s: choose one with "
+            "--choose-working-point and --michel-radius %.1f)\n",
+            args_.michel_radius_cm, args_.working_point_file.c_str(), args_.michel_radius_cm);
     }
     if (args_.choose_working_point.empty()) return;
     const WorkingPoint best = best_michel_working_point(evaluation);
@@ -556,14 +593,38 @@ class Reco {
                            {"first_event", args_.first_event},
                            {"events", args_.events},
                            {"chosen_by", "maximum of efficiency x purity of the Michel hits"}};
+    std::printf(
+        "Michel working point chosen on these events: score > %.3f, efficiency %.3f, purity "
+        "%.3f\n",
+        double(best.threshold), best.michel_hits.efficiency(), best.michel_hits.purity());
+    if (with_neighbourhood) {
+      const WorkingPoint around = best_michel_working_point(neighbourhood);
+      file["neighbourhood"] = {{"radius_cm", args_.michel_radius_cm},
+                               {"michel_threshold", around.threshold},
+                               {"efficiency", around.michel_hits.efficiency()},
+                               {"purity", around.michel_hits.purity()}};
+      std::printf(
+          "Michel working point chosen on these events, %s: score > %.3f, efficiency %.3f, "
+          "purity %.3f\n",
+          what, double(around.threshold), around.michel_hits.efficiency(),
+          around.michel_hits.purity());
+    }
     std::ofstream out(args_.choose_working_point);
     out << file.dump(1) << "\n";
     if (!out) throw Error(ErrorCode::kInternal, "cannot write " + args_.choose_working_point);
+    std::printf("written to %s\n", args_.choose_working_point.c_str());
+  }
+
+  static void print_at(const Evaluation& evaluation, const char* what,
+                       const ChosenWorkingPoint& point) {
+    const ClassCounts at =
+        michel_hits_above(evaluation, int(std::lround(point.threshold * kScoreBins)));
     std::printf(
-        "Michel working point chosen on these events: score > %.3f, efficiency %.3f, purity "
-        "%.3f; written to %s\n",
-        double(best.threshold), best.michel_hits.efficiency(), best.michel_hits.purity(),
-        args_.choose_working_point.c_str());
+        "Michel hits at the working point chosen on validation events (%s > %.3f; there "
+        "%.3f/%.3f): efficiency %.3f, purity %.3f (%lld of %lld Michel hits, %lld tagged)\n",
+        what, double(point.threshold), point.efficiency, point.purity, at.efficiency(), at.purity(),
+        static_cast<long long>(at.matched), static_cast<long long>(at.truth),
+        static_cast<long long>(at.predicted));
   }
 
   const Args& args_;
@@ -580,17 +641,28 @@ class Reco {
   Clock::time_point start_ = Clock::now();
 };
 
-// A --choose-working-point file: its threshold and what it gave on the validation events.
-ChosenWorkingPoint read_working_point(const std::string& path) {
+// One working point of a --choose-working-point file.
+ChosenWorkingPoint read_point(const nlohmann::json& entry, const std::string& where) {
+  ChosenWorkingPoint point{entry.at("michel_threshold").get<float>(),
+                           entry.at("efficiency").get<double>(), entry.at("purity").get<double>()};
+  if (!(point.threshold > 0.0f && point.threshold < 1.0f))
+    throw Error(ErrorCode::kInvalidArgument, where + "michel_threshold must lie in (0, 1), not " +
+                                                 std::to_string(point.threshold));
+  return point;
+}
+
+// A --choose-working-point file: its thresholds and what they gave on the validation events.
+ChosenWorkingPoints read_working_point(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(ErrorCode::kNotFound, "cannot open the file");
   const auto file = nlohmann::json::parse(in);  // throws, naming the position, when malformed
-  ChosenWorkingPoint point{file.at("michel_threshold").get<float>(),
-                           file.at("efficiency").get<double>(), file.at("purity").get<double>()};
-  if (!(point.threshold > 0.0f && point.threshold < 1.0f))
-    throw Error(ErrorCode::kInvalidArgument,
-                "michel_threshold must lie in (0, 1), not " + std::to_string(point.threshold));
-  return point;
+  ChosenWorkingPoints points{read_point(file, ""), std::nullopt, 0};
+  if (file.contains("neighbourhood")) {
+    const auto& entry = file.at("neighbourhood");
+    points.neighbourhood = read_point(entry, "neighbourhood.");
+    points.radius_cm = entry.at("radius_cm").get<double>();
+  }
+  return points;
 }
 
 }  // namespace

@@ -93,12 +93,23 @@ def main():
             rc, out, err = reco(args, "--mode", "direct", "--events", "2", "--first-event", "8",
                                 "--choose-working-point", str(point))
             chosen = json.loads(point.read_text()) if point.exists() else {}
+            around = chosen.get("neighbourhood", {})
             check(rc == 0 and 0 < chosen.get("michel_threshold", 0) < 1 and
-                  chosen.get("first_event") == 8 and "Michel working point chosen on these events" in out,
+                  chosen.get("first_event") == 8 and "Michel working point chosen on these events" in out
+                  and around.get("radius_cm") == 4.0 and 0 < around.get("michel_threshold", 0) < 1,
                   f"--choose-working-point: {chosen}")
             rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point))
             check(rc == 0 and "at the working point chosen on validation events (score > "
-                  f"{chosen.get('michel_threshold', -1):.3f}" in out, "--working-point: the tag at it")
+                  f"{chosen.get('michel_threshold', -1):.3f}" in out and
+                  "(neighbourhood score (mean within 4.0 cm) > "
+                  f"{around.get('michel_threshold', -1):.3f}" in out, "--working-point: the tags at it")
+            rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point),
+                                "--michel-radius", "2")
+            check(rc == 0 and "no neighbourhood working point for 2.0 cm" in out,
+                  "--working-point chosen at another radius: said, not misapplied")
+            point.write_text(json.dumps({**chosen, "neighbourhood": {**around, "michel_threshold": -1}}))
+            rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point))
+            check(rc == 2 and "neighbourhood.michel_threshold" in err, "a bad neighbourhood working point: " + err.strip())
             point.write_text(json.dumps({**chosen, "michel_threshold": 2}))
             rc, out, err = reco(args, "--mode", "direct", "--events", "1", "--working-point", str(point))
             check(rc == 2 and str(point) in err and "(0, 1)" in err, "a bad working point: " + err.strip())
