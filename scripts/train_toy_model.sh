@@ -45,9 +45,9 @@ patch_args+=(--seed 18)
 train_args+=(--val-fraction "$val_fraction")
 # The validation events are the last ones (train_toy_model.py splits by event the same way).
 validation_events=$(python3 -c "print(max(1, round($events * $val_fraction)) if $events > 1 else 0)")
-jax_version=0.10.2
+jax_version="$(bash scripts/train_venv.sh "$build" --print-jax-version)"
 
-key="$(cat scripts/train_toy_model.sh scripts/train_toy_model.py examples/lartpc/toy_event.cc \
+key="$(cat scripts/train_toy_model.sh scripts/train_venv.sh scripts/train_toy_model.py examples/lartpc/toy_event.cc \
   examples/lartpc/toy_event.h examples/lartpc/toy_physics.cc examples/lartpc/toy_physics.h \
   examples/lartpc/signal_processing.cc examples/lartpc/signal_processing.h \
   examples/lartpc/toy_patches_main.cc examples/lartpc/reco.cc \
@@ -64,12 +64,8 @@ start=$SECONDS
 rm -rf "$out"
 mkdir -p "$out"
 
+bash scripts/train_venv.sh "$build"
 venv="$build/train-venv"
-if ! "$venv/bin/python" -c "import jax, matplotlib, tqdm, sys; sys.exit(jax.__version__ != '$jax_version')" 2> /dev/null; then
-  echo "train_toy_model: installing jax $jax_version (CPU), matplotlib, tqdm into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "jax==$jax_version" matplotlib tqdm
-fi
 
 cmake --build "$build" -j "$jobs" --target kaas-toy-patches kaas-make-emtrk-model kaas-infer kaas-reco \
   > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
