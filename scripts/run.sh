@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The run command, the main job: installs what is missing, builds kaas (Release: the CPU
-# backends, and each GPU backend whose compiler is present and whose GPU is here), self-checks every kernel on every available backend (a table; exit
-# status 1 on any failure), trains EmTrkMichelId on toy events once (scripts/train_toy_model.sh;
+# backends, and each GPU backend whose compiler is present and whose GPU is here), self-checks
+# every kernel on every available backend (a table; exit status 1 on any failure), trains EmTrkMichelId on toy events once (scripts/train_toy_model.sh;
 # cached in the build tree), generates the default model repository with the trained weights,
 # starts kaas-server on loopback in the background, runs the reconstruction demo kaas-reco in
 # `both` mode (every event in process and through the server, checked bit for bit) sending
