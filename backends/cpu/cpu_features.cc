@@ -1,5 +1,10 @@
 #include "kaas/backends/cpu/cpu_features.h"
 
+#include <cstdlib>
+#include <string>
+
+#include "kaas/common/error.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -45,11 +50,46 @@ CpuFeatures detect() {
   return f;
 }
 
+enum class IsaCap { kPortable, kAvx2, kAvx512, kAll };
+
+IsaCap read_cap() {
+  const char* value = std::getenv("KAAS_MAX_CPU_ISA");
+  if (value == nullptr || value[0] == '\0') return IsaCap::kAll;
+  const std::string cap = value;
+  if (cap == "portable") return IsaCap::kPortable;
+  if (cap == "avx2") return IsaCap::kAvx2;
+  if (cap == "avx512") return IsaCap::kAvx512;
+  if (cap == "avx512_bf16" || cap == "all") return IsaCap::kAll;
+  throw Error(ErrorCode::kInvalidArgument,
+              "KAAS_MAX_CPU_ISA: expected portable, avx2, avx512 or avx512_bf16, received '" +
+                  escape_for_message(cap, 64) + "'");
+}
+
+CpuFeatures capped(CpuFeatures f, IsaCap cap) {
+  if (cap == IsaCap::kAll) return f;
+  f.avx512vnni = f.avx512bf16 = f.avx512fp16 = false;
+  if (cap == IsaCap::kAvx512) return f;
+  f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = false;
+  if (cap == IsaCap::kAvx2) return f;
+  f.avx2 = f.fma = f.f16c = false;
+  return f;
+}
+
 }  // namespace
 
-const CpuFeatures& cpu_features() {
+const CpuFeatures& detected_cpu_features() {
   static const CpuFeatures features = detect();
   return features;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = capped(detected_cpu_features(), read_cap());
+  return features;
+}
+
+const char* cpu_isa_cap() {
+  const char* value = std::getenv("KAAS_MAX_CPU_ISA");
+  return value == nullptr || value[0] == '\0' ? "avx512_bf16" : value;
 }
 
 }  // namespace kaas

@@ -11,6 +11,20 @@ struct CpuFeatures {
        avx512vnni = false, avx512bf16 = false, avx512fp16 = false;
 };
 
+// The features kernels may use to choose an implementation: what the CPU has, capped by the
+// environment variable KAAS_MAX_CPU_ISA (as oneDNN's ONEDNN_MAX_CPU_ISA), so that a machine runs
+// and tests the paths of a lesser one:
+//   portable     no hand-written SIMD kernel (the portable kernels, as the compiler built them)
+//   avx2         AVX2 + FMA + F16C (x86-64-v3), no AVX-512
+//   avx512       + AVX-512 F/BW/VL/DQ, without VNNI, BF16 and FP16
+//   avx512_bf16  everything the CPU has (the default; "all" means the same)
+// An unknown value throws kInvalidArgument naming the variable and the accepted values.
 const CpuFeatures& cpu_features();
+
+// What the CPU itself has, uncapped (whether it runs the code the backends were built for).
+const CpuFeatures& detected_cpu_features();
+
+// KAAS_MAX_CPU_ISA as read (the default "avx512_bf16" when unset).
+const char* cpu_isa_cap();
 
 }  // namespace kaas

@@ -45,7 +45,11 @@ std::string read_isa() {
   add(f.avx512bw, "avx512bw");
   add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni");
-  return isa.empty() ? "baseline" : isa;
+  if (isa.empty()) isa = "baseline";
+  // The features the kernels choose by, so a capped run says so.
+  if (const std::string cap = cpu_isa_cap(); cap != "avx512_bf16" && cap != "all")
+    isa += " (KAAS_MAX_CPU_ISA=" + cap + ")";
+  return isa;
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ bool cpu_supports_build_arch() {
 #if defined(__x86_64__)
   const std::string_view arch = KAAS_CPU_ARCH;
   if (arch == "x86-64-v3" || arch == "x86-64-v4") {
-    const CpuFeatures& f = cpu_features();
+    const CpuFeatures& f = detected_cpu_features();
     const bool v3 = f.avx && f.avx2 && f.fma && f.bmi1 && f.bmi2 && f.f16c;
     if (arch == "x86-64-v3") return v3;
     return v3 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
