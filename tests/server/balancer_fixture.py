@@ -16,7 +16,7 @@ def wait_for(condition, seconds=20):
     while time.time() < deadline:
         if condition():
             return True
-        time.sleep(0.1)
+        time.sleep(0.05)
     return False
 
 

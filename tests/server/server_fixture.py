@@ -62,17 +62,26 @@ class ServerProcess:
         return f"{self.host}:{self.grpc_port}"
 
     final_output = None
+    terminated = False
 
     def output(self):
         if self.final_output is not None:
             return self.final_output
         return pathlib.Path(self.log.name).read_text(errors="replace")
 
-    def stop(self, timeout=90):
-        """SIGTERM, then the exit status (a server that does not stop in time is killed); the
-        log file is removed, its text stays readable through output()."""
+    def terminate(self):
+        """SIGTERM now, without waiting; a later stop() waits for the exit and sends no second
+        signal (a second SIGTERM ends kaas-server's drain at once)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+        self.terminated = True
+
+    def stop(self, timeout=90):
+        """SIGTERM (unless terminate() sent it), then the exit status (a server that does not stop
+        in time is killed); the log file is removed, its text stays readable through output()."""
+        if self.process.poll() is None:
+            if not self.terminated:
+                self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -82,6 +91,13 @@ class ServerProcess:
             self.final_output = self.output()
             os.unlink(self.log.name)
         return self.process.returncode
+
+
+def stop_all(servers, timeout=90):
+    """stop() for several servers, SIGTERM to all of them first: their drains overlap."""
+    for server in servers:
+        server.terminate()
+    return [server.stop(timeout) for server in servers]
 
 
 class KaasServer(ServerProcess):
@@ -104,7 +120,7 @@ class KaasServer(ServerProcess):
                 return
             if self.process.poll() is not None:
                 raise RuntimeError(f"kaas-server exited with {self.process.returncode}:\n{text}")
-            time.sleep(0.1)
+            time.sleep(0.02)
         raise RuntimeError("kaas-server did not start within 120 s:\n" + pathlib.Path(self.log.name).read_text())
 
 
@@ -154,7 +170,7 @@ class TritonServer(ServerProcess):
                 pass
             if self.process.poll() is not None:
                 raise RuntimeError(f"tritonserver exited with {self.process.returncode}:\n{self.output()}")
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise RuntimeError("tritonserver did not start within 180 s:\n" + self.output())
 
 

@@ -33,6 +33,16 @@ from test_failover import Fleet, Load, answers_ok  # noqa: E402
 POLL_S = 1.0
 SCALE_DOWN_STABILISATION_S = 3.0
 WINDOW_S = 30  # the [30s] of the shipped query
+# kaas-client-load runs for a fixed time (it cannot stop early and still print its summary). A
+# phase's first run lasts as long as the usual case needs; only where the autoscaler has not acted
+# by then does a next run take over, up to the phase's bound (relay()).
+TAIL_S = 3.0  # load after the autoscaler acts: the added server takes calls, the removed one drains (2 s)
+NEXT_S = 8  # a next run
+HIGH_FIRST_S = 12  # the 32-client step: the scale-up comes ~5 s after the step
+UP_WITHIN_S = 24
+# The scale-down comes once most of the 32-client calls have left the query's window (~27 s after
+# they stopped); the first run covers WINDOW_S, the bound is WINDOW_S + DOWN_AFTER_WINDOW_S.
+DOWN_AFTER_WINDOW_S = 15
 BATCH = 16  # patches per request: queue time then grows with the clients (batch 1 is absorbed by batching)
 TARGET_OVER_LOW = 2.5
 
@@ -129,6 +139,28 @@ class Autoscaler:
         return metric
 
 
+def relay(runs, start_run, give_up, poll):
+    """Keeps a kaas-client-load run going under the autoscaler until poll() returns True or
+    give_up passes: `runs` holds the first, started by the caller; when one has less than TAIL_S
+    left, the next (start_run(seconds): NEXT_S, at most until give_up + TAIL_S) starts once it has
+    ended, so that the clients never add up. poll() is called every POLL_S while the current run
+    has TAIL_S or more left: whatever it starts or stops happens under load."""
+    while time.time() < give_up:
+        if runs[-1].ends_at - time.time() >= TAIL_S:
+            if poll():
+                return
+            time.sleep(POLL_S)
+        else:
+            runs[-1].process.wait(timeout=120)
+            runs.append(start_run(min(NEXT_S, give_up + TAIL_S - time.time())))
+
+
+def runs_ok(what, runs):
+    for k, run in enumerate(runs):
+        summary, _ = run.result()
+        answers_ok(what if len(runs) == 1 else f"{what} (run {k + 1} of {len(runs)})", summary)
+
+
 def direct_ratio(samples, start, end):
     """sum(queue us) / sum(successes) between the direct scrapes nearest to start and end."""
     first = min(samples, key=lambda s: abs(s[0] - start))
@@ -165,10 +197,11 @@ def run(fleet, lb, prometheus, repo, args):
     check(wait_for(lambda: lb.servers_up() >= 1), "one server behind haproxy")
     prometheus.scrape([metrics])
 
-    # Low load for a full query window, scraped directly as well.
-    low = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 6, clients=4, batch=BATCH)
+    # Low load for a full query window, scraped directly as well: the window evaluated ends a
+    # second before the last sample, 0.5 s or more after the first; the load goes on a second more.
+    low = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 3, clients=4, batch=BATCH)
     samples = []
-    end = time.time() + WINDOW_S + 3
+    end = time.time() + WINDOW_S + 1.5
     while time.time() < end:
         samples.append((time.time(), fleet.counter(0, "nv_inference_queue_duration_us"), fleet.successes(0)))
         time.sleep(0.5)
@@ -183,33 +216,48 @@ def run(fleet, lb, prometheus, repo, args):
 
     # Step to 32 clients: the autoscaler adds the second server.
     scaler = Autoscaler(fleet, lb, prometheus, query, target)
-    high = Load(args.client_load, repo, lb.address, seconds=25, clients=32, batch=BATCH)
+
+    def high_load(seconds):
+        return Load(args.client_load, repo, lb.address, seconds=seconds, clients=32, batch=BATCH)
+
+    high = [high_load(HIGH_FIRST_S)]
     step = time.time()
     crossed, seen = None, []
-    while time.time() - step < 24 and len(scaler.running) < 2:
+
+    def poll_up():
+        nonlocal crossed
         metric = scaler.poll()
         seen.append(round(metric or 0))
         if metric is not None and metric > target and crossed is None:
             crossed = time.time() - step
-        time.sleep(POLL_S)
+        return len(scaler.running) > 1
+
+    relay(high, high_load, step + UP_WITHIN_S, poll_up)
     scaled_up = [e for e in scaler.events if e[0] == "up"]
     check(bool(scaled_up), f"step 4 -> 32 clients: metric crossed the target {target:.0f} us after "
           f"{crossed if crossed is None else round(crossed, 1)} s, scaled up: {scaled_up} (metric each poll: {seen})")
-    high_summary, _ = high.result()
-    answers_ok("32 clients while scaling up", high_summary)
+    runs_ok("32 clients while scaling up", high)
     if len(scaler.running) > 1:
         check(fleet.successes(1) > 0, f"the added server answered {fleet.successes(1)} requests")
 
     # Back to 4 clients: scale down once the windowed metric falls; no call fails.
-    after = Load(args.client_load, repo, lb.address, seconds=WINDOW_S + 18, clients=4, batch=BATCH)
-    begin, seen = time.time(), []
-    while time.time() - begin < WINDOW_S + 15 and len(scaler.running) > 1:
+    stopped = high[-1].ends_at
+
+    def after_load(seconds):
+        return Load(args.client_load, repo, lb.address, seconds=seconds, clients=4, batch=BATCH)
+
+    after = [after_load(stopped + WINDOW_S + TAIL_S - time.time())]
+    seen = []
+
+    def poll_down():
         seen.append(round(scaler.poll() or 0))
-        time.sleep(POLL_S)
-    summary, _ = after.result()
+        return len(scaler.running) == 1
+
+    relay(after, after_load, stopped + WINDOW_S + DOWN_AFTER_WINDOW_S, poll_down)
     down = [e for e in scaler.events if e[0] == "down"]
-    check(bool(down), f"load back to 4 clients: scaled down {down} (metric each poll: {seen})")
-    answers_ok("4 clients while scaling down", summary)
+    check(bool(down), f"load back to 4 clients: scaled down {down}, "
+          f"{[round(e[4] - stopped, 1) for e in down]} s after the 32 clients stopped (metric each poll: {seen})")
+    runs_ok("4 clients while scaling down", after)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ def haproxy(fleet, repo, args, tmp):
             check(answers == ["New server registered.", "", ""], f"haproxy: server {i} added at run time: {answers}")
         check(wait_for(lambda: lb.servers_up() >= 3), "haproxy: three servers added at run time are UP")
 
-        load = Load(args.client_load, repo, lb.address, seconds=7)
-        time.sleep(1)
+        # The callers have run for a second when Load returns; 2.5 s of calls after the kill.
+        load = Load(args.client_load, repo, lb.address, seconds=5)
         counts = window(fleet, [0, 1, 2], 1.5)
         check(all(c > 0 for c in counts), f"haproxy: every server takes requests {counts}")
         fleet.servers[1].process.send_signal(signal.SIGKILL)
@@ -49,8 +49,7 @@ def haproxy(fleet, repo, args, tmp):
         answers_ok("haproxy: kill -9 one of 3", summary)
         check(summary["fallback_calls"] == 0, "haproxy: kill -9 one of 3: fallback unused")
 
-        load = Load(args.client_load, repo, lb.address, seconds=6)
-        time.sleep(1)
+        load = Load(args.client_load, repo, lb.address, seconds=5)
         lb.remove(3)
         time.sleep(1)
         counts = window(fleet, [0, 2], 2)
@@ -83,11 +82,13 @@ def nginx(fleet, repo, args, tmp):
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         check(wait_for(lambda: (prefix / "nginx.pid").exists()), "nginx: started with deploy/nginx/kaas-grpc.conf")
-        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=8)
-        time.sleep(1.5)
+        # Reloaded under load (the callers have run for a second when Load returns); the window
+        # starts once the added server has answered (its workers have the new upstreams).
+        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=7)
         serve([0, 2])
+        added = fleet.successes(2)
         subprocess.run([nginx_bin, "-p", str(prefix), "-c", str(conf), "-s", "reload"], check=True)
-        time.sleep(1.5)
+        wait_for(lambda: fleet.successes(2) > added, 10)
         counts = window(fleet, [0, 2], 2)
         check(counts[1] > 0, f"nginx: a server added by reload takes requests (0, 2): {counts}")
         fleet.servers[0].process.send_signal(signal.SIGKILL)

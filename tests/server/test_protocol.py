@@ -2,7 +2,7 @@
 """kaas-server protocol details beyond the Triton client calls: grpc.health.v1 Health, server
 reflection, typed (non-raw) gRPC tensor contents, TLS with a self-signed certificate (gRPC and
 HTTPS), explicit model control, and a load test: 64 concurrent clients x N requests with no
-failure and every result checked.
+failure and every result checked, the 64 clients' streams all running at once.
 
 Usage: test_protocol.py --server BIN --make-repository BIN [--load-requests N]
 """
@@ -12,6 +12,8 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import grpc
 import numpy as np
@@ -86,11 +88,20 @@ def typed_contents(server):
 
 
 def load(server, requests_per_client):
+    """64 clients (a channel each) send their requests back to back, each answer compared with the
+    reference for its own input (the inputs differ by client and request, so an answer routed to
+    the wrong call shows). What the count must give is that the 64 streams overlap: every client
+    still sending when the last one starts. Checked from their first and last call times, with the
+    most calls open at once."""
     rng = np.random.default_rng(11)
+    spans = [None] * 64
+    in_flight = [0, 0]  # now, most
+    lock = threading.Lock()
 
     def client_work(c):
         client = grpcclient.InferenceServerClient(server.grpc_url)
         wrong = 0
+        first = time.monotonic()
         for r in range(requests_per_client):
             n = 3 + (c + r) % 9
             points = rng.uniform(0, 1, size=(n, 2)).astype(np.float32) if r % 50 == 0 else \
@@ -99,8 +110,16 @@ def load(server, requests_per_client):
             ins = [grpcclient.InferInput("points", [n, 2], "FP32"), grpcclient.InferInput("row_splits", [2], "INT64")]
             ins[0].set_data_from_numpy(points)
             ins[1].set_data_from_numpy(splits)
-            got = client.infer("knn", ins).as_numpy("indices")
+            with lock:
+                in_flight[0] += 1
+                in_flight[1] = max(in_flight)
+            try:
+                got = client.infer("knn", ins).as_numpy("indices")
+            finally:
+                with lock:
+                    in_flight[0] -= 1
             wrong += not np.array_equal(got, knn_reference(points, splits, 16))
+        spans[c] = (first, time.monotonic())
         return wrong
 
     with concurrent.futures.ThreadPoolExecutor(64) as pool:
@@ -110,6 +129,12 @@ def load(server, requests_per_client):
     check(wrong == 0 and stats.inference_stats.fail.count == 0 and stats.inference_stats.success.count >= total,
           f"load: 64 clients x {requests_per_client} requests, {wrong} wrong, "
           f"{stats.inference_stats.fail.count} failed, {stats.inference_stats.success.count} succeeded")
+    last_start, first_end = max(s[0] for s in spans), min(s[1] for s in spans)
+    check(last_start < first_end,
+          f"load: the 64 clients ran at once for {first_end - last_start:.2f} s (the last began "
+          f"{last_start - min(s[0] for s in spans):.2f} s in, the first ended after "
+          f"{first_end - min(s[0] for s in spans):.2f} s); up to {in_flight[1]} calls sent and not yet "
+          "answered at once")
 
 
 def tls(args, repo, tmp):
@@ -153,7 +178,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
     parser.add_argument("--make-repository", required=True)
-    parser.add_argument("--load-requests", type=int, default=2000)
+    parser.add_argument("--load-requests", type=int, default=250)
     args = parser.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-protocol-"))
     repo = tmp / "repo"
