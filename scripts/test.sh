@@ -8,7 +8,7 @@
 #      install of that build, against which examples/consumer and the Python module are built
 #   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends: the code with memory
 #      handling of its own (ctest label asan: backends, kernel cases, parsers, model import,
-#      kaas-infer, the toy event, fuzz replays, batch pipeline, shared-memory registry), only
+#      the toy event, fuzz replays, batch pipeline, shared-memory registry), only
 #      the targets of those tests; not the numeric suite again
 #   3. clang++ + LLVM's OpenMP runtime (libomp), -Werror, the kernels component alone with every
 #      optional package hidden from CMake, as on a bare GPU node: scripts/gpu_check.sh --cpu-only
@@ -44,11 +44,10 @@ step_start=$test_start
 step_cpu_start=0
 timings=()
 test_logs=$(mktemp -d)
-# CPU seconds used so far by this script's finished children (bash's `times`, second line).
+# CPU seconds used so far by this script's finished children: cutime + cstime of this shell
+# (fields 16 and 17 of /proc/<pid>/stat, in clock ticks; $$ is this shell in a subshell too).
 children_cpu() {
-  times | tail -1 | awk '{ t = 0
-    for (i = 1; i <= 2; ++i) { split($i, p, "m"); sub("s", "", p[2]); t += p[1] * 60 + p[2] }
-    printf "%d", t }'
+  awk -v tick="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d", ($14 + $15) / tick }' "/proc/$$/stat"
 }
 end_step() {
   if [[ -n "$step_name" ]]; then
@@ -121,13 +120,12 @@ cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE
   -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
 # What `ctest -L asan` runs (tests/CMakeLists.txt says which tests and why; a target missing here
 # fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
-# model import, kaas-infer, the toy event, the fuzz replays, the batch pipeline, the shared-memory
-# registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
+# model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
 # cross-check) ran in step 1 and is not run again here.
 asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
-              test_onnx_nodes test_models test_toy_event kaas-infer kaas-make-emtrk-model
-              kaas-fuzz-rest_infer kaas-fuzz-grpc_infer kaas-fuzz-model_config
-              kaas-fuzz-onnx_import kaas-fuzz-npy test_batch_pipeline test_shared_memory_registry)
+              test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
+              kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
+              test_batch_pipeline test_shared_memory_registry)
 cmake --build build/test-asan -j "$jobs" --target "${asan_targets[@]}"
 # LeakSanitizer suppressions: only allocations proven to be a library's own for-life caches.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
