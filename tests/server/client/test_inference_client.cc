@@ -233,8 +233,7 @@ TEST_F(ClientTest, TooShortDeadlineIsDeadlineExceeded) {
   // outlast 1 ms, and running it whole took most of this suite's time under ThreadSanitizer).
   const Plane small = make_plane(60, 80, 300, 12);
   set_plane(*d, small, 0);
-  EXPECT_EQ(d->run(CallOptions().with_deadline(std::chrono::seconds(120))).shape("scores")[0],
-            300);
+  EXPECT_EQ(d->run(CallOptions().with_deadline(std::chrono::seconds(120))).shape("scores")[0], 300);
 }
 
 TEST_F(ClientTest, AsynchronousCallsMatchSynchronousOnes) {
