@@ -237,17 +237,17 @@ def huge_message(server):
     request.inputs.add(name="row_splits", datatype="INT64", shape=[3])
     request.raw_input_contents.append(bytes(n * 12))
     request.raw_input_contents.append(np.array([0, 5, 4], dtype=np.int64).tobytes())
-    # The same ModelInferRequest, serialized here and sent as bytes: the generated stub's own
-    # serialization of 512 MB in the call takes seconds longer.
+    # Serialized once here and sent as bytes (the same ModelInferRequest); inside the stub's call,
+    # serializing 512 MB took seconds longer.
     message = request.SerializeToString()
     del request
-    model_infer = grpc.insecure_channel(server.grpc_url).unary_unary(
-        "/inference.GRPCInferenceService/ModelInfer")
     code = None
-    try:
-        model_infer(message, timeout=300)
-    except grpc.RpcError as e:
-        code = e.code()
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        model_infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        try:
+            model_infer(message, timeout=300)
+        except grpc.RpcError as e:
+            code = e.code()
     del message
     check(code == grpc.StatusCode.INVALID_ARGUMENT, f"512 MB gRPC request with bad row_splits: {code}")
     if os.environ.get("KAAS_TEST_SANITIZER") == "thread":
