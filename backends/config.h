@@ -65,11 +65,3 @@
 #define KAAS_KERNEL
 #define KAAS_DEVICE
 #endif
-// A device function the GPU compilers keep out of line: for large helpers called from several
-// places of one kernel, where inlining each call multiplies the code cicc and ptxas must optimise
-// (and the registers the kernel needs) for no measurable gain. CPU compilers decide as usual.
-#if KAAS_BACKEND_IS_GPU
-#define KAAS_DEVICE_NOINLINE __device__ __noinline__
-#else
-#define KAAS_DEVICE_NOINLINE
-#endif

@@ -90,7 +90,7 @@ struct HeapRow {
   KAAS_DEVICE float worst_d() const { return d(worst_slot()); }
   KAAS_DEVICE int32_t worst_i() const { return i(worst_slot()); }
 
-  KAAS_DEVICE_NOINLINE void sift_down(int pos, int n) const {
+  KAAS_DEVICE void sift_down(int pos, int n) const {
     const float pd = d(pos);
     const int32_t pi = i(pos);
     const uint64_t pk = order_key(pd, pi);
@@ -232,46 +232,6 @@ struct SortedQuery {
   int64_t stride;  // of the dimension-major sorted coordinates
   const int32_t* index;
 
-  // Long sorted rows (K - 1 >= kMergeRowMin): the block's candidates that beat the worst,
-  // sorted, then one merge (several at once) or insertions (one or two). Out of line on a GPU:
-  // inlined into every scan of every kDims it tripled the search kernels' compile time (cicc +
-  // ptxas) for a path that the common K never takes.
-  KAAS_DEVICE_NOINLINE static void merge_block(const SortedQuery& q, int32_t c, int m,
-                                               const float* block, const HeapRow& heap,
-                                               float& worst, int32_t& worst_index) {
-    float nd[kKnnBlock];
-    int32_t nj[kKnnBlock];
-    uint64_t nk[kKnnBlock];
-    const uint64_t worst_key = order_key(worst, worst_index);
-    int n = 0;
-    for (int t = 0; t < m; ++t) {
-      const float dd = block[t];
-      if (dd > worst || c + t == q.position) continue;
-      const int32_t j = q.index[c + t];
-      const uint64_t key = order_key(dd, j);
-      if (key > worst_key) continue;
-      int pos = n++;
-      for (; pos > 0 && nk[pos - 1] > key; --pos) {
-        nd[pos] = nd[pos - 1];
-        nj[pos] = nj[pos - 1];
-        nk[pos] = nk[pos - 1];
-      }
-      nd[pos] = dd;
-      nj[pos] = j;
-      nk[pos] = key;
-    }
-    if (n >= kMergeFrom) {
-      heap.merge_sorted(nd, nj, nk, n);
-    } else {
-      for (int t = 0; t < n; ++t) {
-        if (nk[t] > order_key(heap.worst_d(), heap.worst_i())) break;
-        heap.replace_worst(nd[t], nj[t]);
-      }
-    }
-    worst = heap.worst_d();
-    worst_index = heap.worst_i();
-  }
-
   // Candidates [first, last) of the sorted arrays, kKnnBlock at a time: the distances of a
   // block first, then the few that beat the current K-th go through the heap.
   KAAS_DEVICE static void scan(const SortedQuery& q, int32_t first, int32_t last,
@@ -282,7 +242,39 @@ struct SortedQuery {
       if (!any_within(block, worst)) continue;  // the common case once the heap is full
       const int m = math::min<int32_t>(kKnnBlock, last - c);
       if (heap.sorted() && heap.size >= kMergeRowMin) {
-        merge_block(q, c, m, block, heap, worst, worst_index);
+        // Long sorted rows: the block's candidates that beat the worst, sorted, then one merge
+        // (several at once) or insertions (one or two).
+        float nd[kKnnBlock];
+        int32_t nj[kKnnBlock];
+        uint64_t nk[kKnnBlock];
+        const uint64_t worst_key = order_key(worst, worst_index);
+        int n = 0;
+        for (int t = 0; t < m; ++t) {
+          const float dd = block[t];
+          if (dd > worst || c + t == q.position) continue;
+          const int32_t j = q.index[c + t];
+          const uint64_t key = order_key(dd, j);
+          if (key > worst_key) continue;
+          int pos = n++;
+          for (; pos > 0 && nk[pos - 1] > key; --pos) {
+            nd[pos] = nd[pos - 1];
+            nj[pos] = nj[pos - 1];
+            nk[pos] = nk[pos - 1];
+          }
+          nd[pos] = dd;
+          nj[pos] = j;
+          nk[pos] = key;
+        }
+        if (n >= kMergeFrom) {
+          heap.merge_sorted(nd, nj, nk, n);
+        } else {
+          for (int t = 0; t < n; ++t) {
+            if (nk[t] > order_key(heap.worst_d(), heap.worst_i())) break;
+            heap.replace_worst(nd[t], nj[t]);
+          }
+        }
+        worst = heap.worst_d();
+        worst_index = heap.worst_i();
         continue;
       }
       for (int t = 0; t < m; ++t) {
@@ -299,8 +291,8 @@ struct SortedQuery {
 
   // Writes the first heap.size candidates of [first, last) other than the query into the
   // (cleared) slots in order, then orders them; returns where the rest begins.
-  KAAS_DEVICE_NOINLINE static int32_t fill(const SortedQuery& q, int32_t first, int32_t last,
-                                           const HeapRow& heap) {
+  KAAS_DEVICE static int32_t fill(const SortedQuery& q, int32_t first, int32_t last,
+                                  const HeapRow& heap) {
     heap.clear();
     int filled = 0;
     int32_t next = first;
