@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
 import urllib.request
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -31,6 +33,20 @@ def flags(text):
     """The --flags a recipe passes (comment lines left out)."""
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", code))
+
+
+def read_metrics(host, port, seconds=30):
+    """The metrics page on host:port. tritonserver answers /v2/health/ready before its
+    metrics endpoint listens, so a refused connection is retried until `seconds` pass."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+                return r.read().decode()
+        except urllib.error.URLError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def main():
@@ -81,8 +97,7 @@ def main():
             with urllib.request.urlopen(f"http://{triton.http_url}/v2/models/{name}/ready", timeout=10) as r:
                 check(r.status == 200, f"tritonserver with the installed backend: {name} READY")
         check("ignoring unknown backend config" not in triton.output(), "the recipe's backend configs are all read")
-        with urllib.request.urlopen(f"http://127.0.0.1:{triton.metrics_port}/metrics", timeout=10) as r:
-            text = r.read().decode()
+        text = read_metrics(triton.host, triton.metrics_port)
         check(all(m in text for m in METRICS), f"tritonserver exports {', '.join(METRICS)}")
     finally:
         check(triton.stop() == 0, "tritonserver stopped cleanly")
@@ -91,8 +106,7 @@ def main():
                    stdout=subprocess.DEVNULL)
     kaas = KaasServer(server_bin, kaas_repo)
     try:
-        with urllib.request.urlopen(f"http://{kaas.host}:{kaas.metrics_port}/metrics", timeout=10) as r:
-            text = r.read().decode()
+        text = read_metrics(kaas.host, kaas.metrics_port)
         check(all(m in text for m in METRICS), f"installed kaas-server exports {', '.join(METRICS)}")
     finally:
         check(kaas.stop() == 0, "kaas-server stopped cleanly")

@@ -13,13 +13,11 @@
 
 namespace kaas {
 
+using detail::str;
+
 namespace {
 
 constexpr const char* kKernel = "conv2d";
-
-std::string str(int64_t v) {
-  return std::to_string(v);
-}
 
 // floor(a / b) for b > 0.
 int64_t floor_div(int64_t a, int64_t b) {

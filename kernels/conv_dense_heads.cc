@@ -13,13 +13,11 @@
 
 namespace kaas {
 
+using detail::str;
+
 namespace {
 
 constexpr const char* kWhere = "conv_dense_heads";
-
-std::string str(int64_t v) {
-  return std::to_string(v);
-}
 
 // The conv must be the plain valid, stride-1 NHWC convolution the slab passes slice by rows.
 void check_conv(const Conv2dParams& c) {

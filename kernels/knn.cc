@@ -15,7 +15,7 @@ namespace kaas {
 
 namespace {
 
-constexpr const char* kKernel = "knn";
+constexpr const char* kKnn = "knn";
 
 // Target points per cell of the binned grid: small cells keep the searched box tight, large
 // ones cut the per-cell overhead, which grows with the binned dimensions. 2K, kept within
@@ -33,45 +33,44 @@ double points_per_cell(int k, int64_t dims) {
 void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,
                      View2<int32_t> indices, View2<float> distances, KnnMethod method,
                      const LaunchConfig& config) {
-  detail::check_view(points, kKernel, "points");
-  detail::check_view(row_splits, kKernel, "row_splits");
-  detail::check_view(indices, kKernel, "indices");
-  detail::check_view(distances, kKernel, "distances");
+  detail::check_view(points, kKnn, "points");
+  detail::check_view(row_splits, kKnn, "row_splits");
+  detail::check_view(indices, kKnn, "indices");
+  detail::check_view(distances, kKnn, "distances");
   require(method == KnnMethod::kAuto || method == KnnMethod::kBruteForce ||
               method == KnnMethod::kBinned,
-          kKernel, "method", "kAuto, kBruteForce or kBinned",
+          kKnn, "method", "kAuto, kBruteForce or kBinned",
           std::to_string(static_cast<int>(method)));
-  require(k >= 1 && k <= kKnnMaxK, kKernel, "k", "1.." + std::to_string(kKnnMaxK),
-          std::to_string(k));
+  require(k >= 1 && k <= kKnnMaxK, kKnn, "k", "1.." + std::to_string(kKnnMaxK), std::to_string(k));
   const int64_t n = points.extent[0], dims = points.extent[1];
-  require(dims >= 1 && dims <= kKnnMaxDims, kKernel, "points extent[1] (D)",
+  require(dims >= 1 && dims <= kKnnMaxDims, kKnn, "points extent[1] (D)",
           "1.." + std::to_string(kKnnMaxDims), std::to_string(dims));
-  require(n <= INT32_MAX - 1, kKernel, "points extent[0] (N)", "<= 2147483646 (int32 indices)",
+  require(n <= INT32_MAX - 1, kKnn, "points extent[0] (N)", "<= 2147483646 (int32 indices)",
           std::to_string(n));
-  detail::check_same_extent(n, indices.extent[0], kKernel, "indices extent[0] (N of points)");
-  detail::check_same_extent(k, indices.extent[1], kKernel, "indices extent[1] (k)");
-  detail::check_same_extent(n, distances.extent[0], kKernel, "distances extent[0] (N of points)");
-  detail::check_same_extent(k, distances.extent[1], kKernel, "distances extent[1] (k)");
-  require(row_splits.extent[0] >= 1, kKernel, "row_splits extent[0] (E + 1)", ">= 1",
+  detail::check_same_extent(n, indices.extent[0], kKnn, "indices extent[0] (N of points)");
+  detail::check_same_extent(k, indices.extent[1], kKnn, "indices extent[1] (k)");
+  detail::check_same_extent(n, distances.extent[0], kKnn, "distances extent[0] (N of points)");
+  detail::check_same_extent(k, distances.extent[1], kKnn, "distances extent[1] (k)");
+  require(row_splits.extent[0] >= 1, kKnn, "row_splits extent[0] (E + 1)", ">= 1",
           std::to_string(row_splits.extent[0]));
-  require(row_splits.extent[0] == 1 || row_splits.stride[0] == 1, kKernel, "row_splits stride", "1",
+  require(row_splits.extent[0] == 1 || row_splits.stride[0] == 1, kKnn, "row_splits stride", "1",
           std::to_string(row_splits.stride[0]));
-  detail::check_config(config, kKernel);
+  detail::check_config(config, kKnn);
 }
 
 // Copies row_splits to the host (synchronising the queue) and checks its values.
 std::vector<int64_t> read_row_splits(const Queue& queue, View1<const int64_t> row_splits,
                                      int64_t n) {
   const std::vector<int64_t> splits = to_host(queue, row_splits);
-  require(splits[0] == 0, kKernel, "row_splits[0]", "0", std::to_string(splits[0]));
+  require(splits[0] == 0, kKnn, "row_splits[0]", "0", std::to_string(splits[0]));
   for (size_t e = 1; e < splits.size(); ++e) {
     if (splits[e] >= splits[e - 1]) continue;
-    require(false, kKernel, "row_splits[" + std::to_string(e) + "]",
+    require(false, kKnn, "row_splits[" + std::to_string(e) + "]",
             ">= row_splits[" + std::to_string(e - 1) + "] = " + std::to_string(splits[e - 1]),
             std::to_string(splits[e]));
   }
   const size_t last = splits.size() - 1;
-  require(splits[last] == n, kKernel, "row_splits[" + std::to_string(last) + "] (last)",
+  require(splits[last] == n, kKnn, "row_splits[" + std::to_string(last) + "] (last)",
           std::to_string(n) + " (N)", std::to_string(splits[last]));
   return splits;
 }
@@ -100,7 +99,7 @@ std::vector<float> check_finite(const Queue& queue, View2<const float> points) {
     for (int64_t d = 0; d < dims; ++d) {
       const float value = to_host(queue, make_view(&points(bad, d), 1))[0];
       if (std::isfinite(value)) continue;
-      require(false, kKernel, "points(" + std::to_string(bad) + ", " + std::to_string(d) + ")",
+      require(false, kKnn, "points(" + std::to_string(bad) + ", " + std::to_string(d) + ")",
               "a finite coordinate",
               std::isnan(value) ? "nan"
               : value > 0       ? "inf"

@@ -11,11 +11,9 @@
 
 namespace kaas {
 
-namespace {
+using detail::str;
 
-std::string str(int64_t v) {
-  return std::to_string(v);
-}
+namespace {
 
 bool avx512_ready() {
   static const bool ready =

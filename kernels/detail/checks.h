@@ -11,6 +11,11 @@
 
 namespace kaas::detail {
 
+// A number in an error message.
+inline std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
 template <class T, int Rank>
 void check_view(const View<T, Rank>& view, const char* kernel, const char* name) {
   for (int d = 0; d < Rank; ++d) {

@@ -20,7 +20,7 @@ namespace {
   throw Error(code, message);
 }
 
-std::string quoted(const std::string& name) {
+std::string in_quotes(const std::string& name) {
   std::string text(1, '\'');  // appended, not "'" + s: g++ 12 warns falsely (-Wrestrict)
   text.append(escape_for_message(name)).push_back('\'');
   return text;
@@ -53,21 +53,21 @@ class SharedMemoryRegion {
     const std::string& key = status_.key;
     if (key.size() < 2 || key.size() > NAME_MAX || key[0] != '/' ||
         key.find('/', 1) != std::string::npos)
-      fail(ErrorCode::kInvalidArgument, "system shared memory region " + quoted(status_.name) +
-                                            ": key " + quoted(key) +
+      fail(ErrorCode::kInvalidArgument, "system shared memory region " + in_quotes(status_.name) +
+                                            ": key " + in_quotes(key) +
                                             " is not a POSIX shared memory name ('/name')");
     fd_ = shm_open(key.c_str(), O_RDWR, 0);
     if (fd_ < 0)
-      fail(ErrorCode::kNotFound, "system shared memory region " + quoted(status_.name) +
-                                     ": cannot open key " + quoted(key) + ": " +
+      fail(ErrorCode::kNotFound, "system shared memory region " + in_quotes(status_.name) +
+                                     ": cannot open key " + in_quotes(key) + ": " +
                                      std::strerror(errno));
     const uint64_t object_bytes = object_size();
     if (!fits(status_.offset, status_.byte_size, object_bytes))
-      fail(ErrorCode::kInvalidArgument, "system shared memory region " + quoted(status_.name) +
+      fail(ErrorCode::kInvalidArgument, "system shared memory region " + in_quotes(status_.name) +
                                             ": offset " + std::to_string(status_.offset) +
                                             " + byte_size " + std::to_string(status_.byte_size) +
                                             " exceeds the " + std::to_string(object_bytes) +
-                                            " bytes of key " + quoted(key));
+                                            " bytes of key " + in_quotes(key));
   }
 
   void open_cuda(const Backend& cuda, std::span<const std::byte> handle) {
@@ -112,17 +112,17 @@ class SharedMemoryRegion {
   uint64_t object_size() const {
     struct stat st {};
     if (fstat(fd_, &st) != 0)
-      fail(ErrorCode::kInternal, "system shared memory region " + quoted(status_.name) +
+      fail(ErrorCode::kInternal, "system shared memory region " + in_quotes(status_.name) +
                                      ": fstat failed: " + std::strerror(errno));
     return uint64_t(st.st_size);
   }
   [[noreturn]] void io_failure(bool truncated) const {
     if (truncated)
-      fail(ErrorCode::kInvalidArgument, "system shared memory region " + quoted(status_.name) +
-                                            ": key " + quoted(status_.key) +
+      fail(ErrorCode::kInvalidArgument, "system shared memory region " + in_quotes(status_.name) +
+                                            ": key " + in_quotes(status_.key) +
                                             " was truncated below the registered size");
-    fail(ErrorCode::kInternal, "system shared memory region " + quoted(status_.name) +
-                                   ": I/O on key " + quoted(status_.key) +
+    fail(ErrorCode::kInternal, "system shared memory region " + in_quotes(status_.name) +
+                                   ": I/O on key " + in_quotes(status_.key) +
                                    " failed: " + std::strerror(errno));
   }
 
@@ -159,7 +159,7 @@ void SharedMemoryRegistry::add(std::shared_ptr<SharedMemoryRegion> region) {
   const std::string& name = region->status().name;
   if (regions_.count(name))
     fail(ErrorCode::kAlreadyExists,
-         "shared memory region " + quoted(name) + " is already registered (as " +
+         "shared memory region " + in_quotes(name) + " is already registered (as " +
              kind_name(regions_.at(name)->status().kind) + " shared memory)");
   regions_.emplace(name, std::move(region));
 }
@@ -169,12 +169,12 @@ void SharedMemoryRegistry::register_system(const std::string& name, const std::s
   if (name.empty()) fail(ErrorCode::kInvalidArgument, "shared memory region name is empty");
   if (byte_size == 0)
     fail(ErrorCode::kInvalidArgument,
-         "system shared memory region " + quoted(name) + ": byte_size must be > 0");
+         "system shared memory region " + in_quotes(name) + ": byte_size must be > 0");
   {
     const std::lock_guard lock(mutex_);  // fail before opening anything
     if (regions_.count(name))
       fail(ErrorCode::kAlreadyExists,
-           "shared memory region " + quoted(name) + " is already registered (as " +
+           "shared memory region " + in_quotes(name) + " is already registered (as " +
                kind_name(regions_.at(name)->status().kind) + " shared memory)");
   }
   auto region = std::make_shared<SharedMemoryRegion>(
@@ -186,7 +186,7 @@ void SharedMemoryRegistry::register_system(const std::string& name, const std::s
 void SharedMemoryRegistry::register_cuda(const std::string& name,
                                          std::span<const std::byte> raw_handle, int64_t device_id,
                                          uint64_t byte_size) {
-  const std::string where = "CUDA shared memory region " + quoted(name);
+  const std::string where = "CUDA shared memory region " + in_quotes(name);
   if (name.empty()) fail(ErrorCode::kInvalidArgument, "shared memory region name is empty");
   if (cuda_ == nullptr)
     fail(ErrorCode::kUnimplemented,
@@ -220,7 +220,7 @@ void SharedMemoryRegistry::unregister(RegionKind kind, const std::string& name) 
       // stays 1 while the lock is held.
       if (it->second.use_count() > 1) {
         if (!busy.empty()) busy.append(", ");
-        busy.append(quoted(s.name));
+        busy.append(in_quotes(s.name));
         ++it;
         continue;
       }
@@ -244,7 +244,7 @@ std::vector<RegionStatus> SharedMemoryRegistry::status(RegionKind kind,
   }
   if (!name.empty() && out.empty())
     fail(ErrorCode::kNotFound,
-         std::string("no ") + kind_name(kind) + " shared memory region " + quoted(name));
+         std::string("no ") + kind_name(kind) + " shared memory region " + in_quotes(name));
   return out;
 }
 
@@ -255,16 +255,16 @@ RegionSlice SharedMemoryRegistry::slice(const SharedMemoryRef& ref,
     const std::lock_guard lock(mutex_);
     const auto it = regions_.find(ref.region);
     if (it == regions_.end())
-      fail(ErrorCode::kNotFound, "tensor " + quoted(tensor) + ": shared memory region " +
-                                     quoted(ref.region) + " is not registered");
+      fail(ErrorCode::kNotFound, "tensor " + in_quotes(tensor) + ": shared memory region " +
+                                     in_quotes(ref.region) + " is not registered");
     region = it->second;
   }
   const uint64_t region_bytes = region->status().byte_size;
   if (!fits(ref.offset, ref.byte_size, region_bytes))
     fail(ErrorCode::kInvalidArgument,
-         "tensor " + quoted(tensor) + ": shared_memory_offset " + std::to_string(ref.offset) +
+         "tensor " + in_quotes(tensor) + ": shared_memory_offset " + std::to_string(ref.offset) +
              " + shared_memory_byte_size " + std::to_string(ref.byte_size) + " exceeds the " +
-             std::to_string(region_bytes) + " bytes of region " + quoted(ref.region));
+             std::to_string(region_bytes) + " bytes of region " + in_quotes(ref.region));
   return RegionSlice(std::move(region), ref.offset, ref.byte_size);
 }
 
