@@ -139,3 +139,15 @@ elseif(NOT KAAS_BUILD_TESTS)
 endif()
 find_package(Eigen3 QUIET NO_MODULE)
 find_package(benchmark QUIET)
+
+# Command-line front ends (option parsing with CLI11 and calls into the libraries) compile at
+# -O1: CLI11 is header-only and most of their compile time (kaas_info.cc 5.6 s at -O3, 3.4 s at
+# -O1), and nothing they run themselves is hot. Benchmarks with timing loops of their own are not
+# front ends. Not under ThreadSanitizer: there, out-of-line std::string copies in an -O1
+# executable would serve libgrpc's calls and be reported from our frames (scripts/test.sh).
+function(kaas_command_line_front_end target)
+  if(NOT KAAS_TSAN)
+    get_target_property(sources ${target} SOURCES)
+    set_source_files_properties(${sources} PROPERTIES COMPILE_OPTIONS -O1)
+  endif()
+endfunction()
