@@ -25,7 +25,8 @@
 # step's wall and CPU time and the ten longest tests: a change pays for the tests it adds. Check
 # a property once where it does not depend on the backend, on the worst cases rather than a large
 # random sample; poll for a condition instead of sleeping; give the sanitizers only the code
-# they add something to; keep GPU translation units small (bench/results/test-command-cpu.md).
+# they add something to; keep GPU translation units small; keep names distinct across a target's
+# sources (configurations 1, 2 and 4 are unity builds) (bench/results/test-command-cpu.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
