@@ -237,8 +237,8 @@ def huge_message(server):
     request.inputs.add(name="row_splits", datatype="INT64", shape=[3])
     request.raw_input_contents.append(bytes(n * 12))
     request.raw_input_contents.append(np.array([0, 5, 4], dtype=np.int64).tobytes())
-    # Serialized once here and sent as bytes (the same ModelInferRequest); inside the stub's call,
-    # serializing 512 MB took seconds longer.
+    # The same ModelInferRequest, serialized once here and sent as bytes: serializing 512 MB
+    # inside the generated stub's call took seconds longer.
     message = request.SerializeToString()
     del request
     code = None
