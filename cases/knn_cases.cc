@@ -79,7 +79,12 @@ KnnResult reference_knn(const PointSet& set, int k) {
         }
         others.emplace_back(sum, int32_t(j));
       }
-      std::sort(others.begin(), others.end());
+      // Only the k - 1 nearest are kept: selecting them, then ordering them (by distance, then
+      // index) gives the order of a full sort.
+      const auto kept =
+          others.begin() + std::ptrdiff_t(std::min(others.size(), size_t(std::max(k - 1, 0))));
+      std::nth_element(others.begin(), kept, others.end());
+      std::sort(others.begin(), kept);
       ref.indices[size_t(q * k)] = int32_t(q);
       ref.distances[size_t(q * k)] = 0;
       for (size_t s = 0; s + 1 < size_t(k) && s < others.size(); ++s) {
@@ -105,7 +110,10 @@ void check_knn_float(const PointSet& set, int k, const KnnResult& got, Checker& 
         }
         if (j != q) all.push_back(sum);
       }
-      std::sort(all.begin(), all.end());
+      const auto kept =
+          all.begin() + std::ptrdiff_t(std::min(all.size(), size_t(std::max(k - 1, 0))));
+      std::nth_element(all.begin(), kept, all.end());
+      std::sort(all.begin(), kept);
       for (int s = 1; s < k; ++s) {
         const size_t slot = size_t(q * k + s);
         const int32_t j = got.indices[slot];
