@@ -458,6 +458,7 @@ void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape
   for (int64_t v : y_batch) batches *= v;
   GemmParams params;
   params.impl = impl;
+  params.rows_independent = true;  // the models' MatMul: a row's bits never follow its batch
   std::vector<int64_t> index(batch_rank, 0);
   for (int64_t flat = 0; flat < batches; ++flat) {
     int64_t rest = flat, a_offset = 0, b_offset = 0, a_stride = 1, b_stride = 1;

@@ -83,7 +83,8 @@ void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1
            View2<float> y, const Epilogue& epilogue = {}, GemmImpl impl = GemmImpl::kAuto);
 
 // ONNX MatMul for contiguous tensors of rank >= 2: a [..., M, K] . b [..., K, N] with the
-// batch dimensions broadcast numpy-style; y has the broadcast shape [..., M, N].
+// batch dimensions broadcast numpy-style; y has the broadcast shape [..., M, N]. Rows
+// independent (GemmParams::rows_independent): a row's bits never depend on M.
 void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape, const float* b,
             std::span<const int64_t> b_shape, float* y, GemmImpl impl = GemmImpl::kAuto);
 

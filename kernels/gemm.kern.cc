@@ -35,12 +35,18 @@ struct GemmTiledKernel {
     float* acc = b_tile + kDepth * tile;        // [tile][tile]
     const int64_t tiles_n = math::ceil_div(n, tile);
     const int64_t tiles = math::ceil_div(m, tile) * tiles_n;
-    const bool has_c = c.extent[0] > 0;
+    const bool has_c = c.extent[0] > 0, chained = alpha == 1.0f;
     for (int64_t t : uniform_groups(ctx, tiles)) {
       const int64_t row0 = (t / tiles_n) * tile, col0 = (t % tiles_n) * tile;
       const int64_t rows = math::min<int64_t>(tile, m - row0),
                     cols = math::min<int64_t>(tile, n - col0);
-      for (int64_t e : group_elements(ctx, int64_t(tile) * tile)) acc[e] = 0.0f;
+      // With alpha 1 each element is one chain of fused multiply-adds over K from beta * c, as
+      // the CPU fast paths and mlp_two_heads compute it: the same bits on every path
+      // (docs/reproducibility.md). The zero padding of a short K block adds exact zeros.
+      for (int64_t e : group_elements(ctx, int64_t(tile) * tile)) {
+        const int64_t r = e / tile, col = e % tile;
+        acc[e] = chained && has_c && r < rows && col < cols ? beta * c(row0 + r, col0 + col) : 0.0f;
+      }
       for (int64_t k0 = 0; k0 < k; k0 += kDepth) {
         const int64_t depth = math::min<int64_t>(kDepth, k - k0);
         // Stage: one row of op(a) / one k-row of op(b) per element; zeros outside the matrix.
@@ -99,8 +105,8 @@ struct GemmTiledKernel {
       for (int64_t e : group_elements(ctx, int64_t(tile) * tile)) {
         const int64_t r = e / tile, col = e % tile;
         if (r < rows && col < cols) {
-          float value = alpha * acc[e];
-          if (has_c) value += beta * c(row0 + r, col0 + col);
+          float value = chained ? acc[e] : alpha * acc[e];
+          if (has_c && !chained) value += beta * c(row0 + r, col0 + col);
           y(row0 + r, col0 + col) = math::round_to<TY>(apply(epilogue, value));
         }
       }

@@ -8,12 +8,13 @@ namespace kaas::KAAS_BACKEND_NS {
 struct MlpTwoHeadsKernel {
   static constexpr const char* kName = "mlp_two_heads";
 
-  // out[j] = x . w[:, j] + b[j] for j < w.extent[1]
+  // out[j] = x . w[:, j] + b[j] for j < w.extent[1]: one chain of fused multiply-adds over k
+  // from the bias, as gemm computes a layer (the fused and unfused plans give the same bits).
   KAAS_INLINE_HD static void layer(const float* x, int64_t in, const DenseLayer& l, float* out) {
     for (int64_t j = 0; j < l.w.extent[1]; ++j) out[j] = l.b.extent[0] > 0 ? l.b[j] : 0.0f;
     for (int64_t k = 0; k < in; ++k) {
       const float xk = x[k];
-      for (int64_t j = 0; j < l.w.extent[1]; ++j) out[j] += xk * l.w(k, j);
+      for (int64_t j = 0; j < l.w.extent[1]; ++j) out[j] = math::fma(xk, l.w(k, j), out[j]);
     }
   }
 
@@ -26,7 +27,7 @@ struct MlpTwoHeadsKernel {
       for (int64_t j = 0; j < n_hidden; ++j) h[j] = hidden.b.extent[0] > 0 ? hidden.b[j] : 0.0f;
       for (int64_t k = 0; k < in; ++k) {
         const float xk = x(r, k);
-        for (int64_t j = 0; j < n_hidden; ++j) h[j] += xk * hidden.w(k, j);
+        for (int64_t j = 0; j < n_hidden; ++j) h[j] = math::fma(xk, hidden.w(k, j), h[j]);
       }
       for (int64_t j = 0; j < n_hidden; ++j) h[j] = apply(hidden.epilogue, h[j]);
 

@@ -73,8 +73,8 @@ struct ShortLineSoftmaxKernel {
           y(o, l, i) = e;
           sum += e;
         }
-        const float inverse = 1.0f / sum;
-        for (int64_t l = 0; l < length; ++l) y(o, l, i) *= inverse;
+        // Divided, not scaled by 1 / sum: the bits of the group kernel and of mlp_two_heads.
+        for (int64_t l = 0; l < length; ++l) y(o, l, i) /= sum;
       } else {
         for (int64_t l = 0; l < length; ++l) sum += math::exp(x(o, l, i) - max);
         const float log_sum = math::log(sum);

@@ -99,7 +99,9 @@ void fold_bias(Graph& g) {
     if (op.is(matmul_op) && p.shapes[op.inputs[0]].size() == 2 &&
         p.shapes[op.inputs[1]].size() == 2 && is_constant(g, op.inputs[1])) {
       op.def = &gemm_op;
-      op.attrs = GemmParams{};
+      GemmParams params;
+      params.rows_independent = true;  // as a Gemm node's (onnx_ops/gemm.cc)
+      op.attrs = params;
     }
     if (!op.is(gemm_op) || has_c(op)) continue;
     Op* add = p.sole_consumer(op.output);

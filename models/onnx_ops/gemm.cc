@@ -23,6 +23,9 @@ bool parse(NodeContext& n, Op& op) {
   p.beta = n.f("beta", 1.0f);
   p.trans_a = n.i("transA", 0) != 0;
   p.trans_b = n.i("transB", 0) != 0;
+  // A row's outputs must not depend on its batch (docs/reproducibility.md): kaas's own tiles,
+  // never a vendor BLAS whose blocking follows M and the thread count.
+  p.rows_independent = true;
   op.attrs = p;
   return true;
 }

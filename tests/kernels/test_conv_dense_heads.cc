@@ -8,38 +8,13 @@
 #include <thread>
 #include <vector>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
+#include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
 namespace {
-
-#if defined(_OPENMP)
-constexpr bool kOpenmpCompiled = true;
-// Sets the calling thread's OpenMP thread count for a scope.
-class OmpThreadsForTest {
- public:
-  explicit OmpThreadsForTest(int threads) : saved_(omp_get_max_threads()) {
-    omp_set_num_threads(threads);
-  }
-  ~OmpThreadsForTest() { omp_set_num_threads(saved_); }
-  OmpThreadsForTest(const OmpThreadsForTest&) = delete;
-  OmpThreadsForTest& operator=(const OmpThreadsForTest&) = delete;
-
- private:
-  int saved_;
-};
-#else
-constexpr bool kOpenmpCompiled = false;
-struct OmpThreadsForTest {
-  explicit OmpThreadsForTest(int) {}
-};
-#endif
 
 // A small network of the EmTrkMichelId shape: [n, 9, 7, 2] NHWC -> conv 6 x 3x3 + ReLU ->
 // dense 210 -> 10 ReLU -> dense 8 ReLU -> softmax(3) and sigmoid(2).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
 #include "tests/support/kernel_cases.h"
+#include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
 
 #if KAAS_TEST_HAVE_EIGEN
@@ -176,9 +178,8 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
 }
 
 TEST_P(GemmTest, RowsIndependentGivesEachRowTheSameBitsWhateverM) {
-  // What the fused model plans rely on: a row's result does not depend on M or on its position.
-  // A long K takes the few-rows path for 1 and 2 rows on the CPU fast paths (K split over the
-  // threads); 48 columns are not a multiple of its 128-column passes.
+  // What the fused model plans rely on: a row's result does not depend on M or on its position
+  // (1 and 2 rows of a long K: every thread takes columns, none splits K).
   Queue queue(*GetParam());
   for (const auto& [k, n] : {std::pair<int64_t, int64_t>{700, 128}, {4100, 128}, {4100, 48}}) {
     SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n));
@@ -205,6 +206,56 @@ TEST_P(GemmTest, RowsIndependentGivesEachRowTheSameBitsWhateverM) {
             ASSERT_EQ(alone[r * n + j], together[(row + r) * n + j])
                 << rows << " rows from row " << row << ": row " << row + r << " column " << j;
       }
+    }
+  }
+}
+
+// The reproducibility contract's GEMM (docs/reproducibility.md): with alpha 1 each element is one
+// chain of fused multiply-adds over K from its value on entry, so K cut into several calls that
+// accumulate into y (the fused plan's slab passes, sized by the model's max batch) gives the bits
+// of one call, whatever the thread count.
+TEST_P(GemmTest, KCutIntoCallsAndThreadCountsGiveTheBitsOfOneCall) {
+  Queue queue(*GetParam());
+  const int64_t m = 7, k = 1300, n = 128;
+  const auto a = random_floats(m * k, 21), b = random_floats(k * n, 22),
+             bias = random_floats(n, 23);
+  GuardedArray<float> da(queue, a), db(queue, b), dbias(queue, bias), dy(queue, m * n);
+  const auto* a_data = static_cast<const float*>(da.view().data);
+  const auto* b_data = static_cast<const float*>(db.view().data);
+  const auto y = make_view<2>(dy.view().data, {m, n});
+  const auto c = make_view<2>(static_cast<const float*>(dbias.view().data), {1, n});
+  GemmParams first;
+  first.rows_independent = true;
+  first.beta = 1.0f;
+  // The host SIMD paths keep this promise; the portable kernel (GPU backends, gpu_emu, a CPU
+  // without AVX2) sums each K block from zero.
+  if (!is_simd(gemm_chosen_impl(queue, make_view<2>(a_data, {m, k}), make_view<2>(b_data, {k, n}),
+                                y, first)))
+    GTEST_SKIP() << "no host SIMD GEMM on " << queue.backend().name();
+  auto run = [&](const std::vector<int64_t>& cuts) {
+    // y = bias + a . b, K in pieces: the first call brings the bias, the others accumulate
+    // (beta 1 with c = y), the last applies the activation.
+    int64_t k0 = 0;
+    for (size_t piece = 0; piece <= cuts.size(); ++piece) {
+      const int64_t k1 = piece < cuts.size() ? cuts[piece] : k;
+      GemmParams params = first;
+      params.epilogue = piece == cuts.size() ? Epilogue{Activation::kRelu, 0} : Epilogue{};
+      auto a_piece = make_view<2>(a_data + k0, {m, k1 - k0});
+      a_piece.stride[0] = k;
+      gemm(queue, a_piece, make_view<2>(b_data + k0 * n, {k1 - k0, n}),
+           piece == 0 ? c : View2<const float>(y), y, params);
+      k0 = k1;
+    }
+    return dy.read();
+  };
+  const auto whole = run({});
+  for (int threads : {1, 2, 3}) {
+    const OmpThreadsForTest omp(threads);
+    for (const std::vector<int64_t>& cuts :
+         {std::vector<int64_t>{}, {100}, {256, 512}, {1, 700, 1299}, {333, 666, 999}}) {
+      const auto pieces = run(cuts);
+      ASSERT_EQ(0, std::memcmp(pieces.data(), whole.data(), whole.size() * sizeof(float)))
+          << threads << " threads, " << cuts.size() + 1 << " pieces";
     }
   }
 }
