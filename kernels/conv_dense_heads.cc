@@ -83,8 +83,15 @@ struct SlabPasses {
         gp.impl = workspace.dense1_impl;
         gp.epilogue = h0 + rows == out_h ? weights.dense1_epilogue : Epilogue{};
         GemmPackedBf16 packed_rows;
+        GemmPackedPanels panel_rows;
         const int64_t k0 = h0 * row_values;
         const int64_t kc = rows * row_values;
+        if constexpr (std::is_same_v<T, float>) {
+          if (weights.dense1_panels != nullptr) {
+            panel_rows = gemm_packed_rows(*weights.dense1_panels, k0, kc);
+            gp.packed_panels = &panel_rows;
+          }
+        }
         // Packed pairs can be sliced at even k0 and end mid-matrix only after an even kc.
         if (weights.dense1_packed != nullptr && k0 % 2 == 0 &&
             (kc % 2 == 0 || k0 + kc == weights.dense1_packed->k)) {

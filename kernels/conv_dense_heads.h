@@ -31,10 +31,11 @@ struct ConvDenseHeadsWeights {
   Conv2dParams conv;             // NHWC, valid, stride 1, dilation 1, groups 1 (checked)
   View2<const T> dense1_weight;  // as stored: [K, N1], or [N1, K] when dense1_trans_b
   bool dense1_trans_b = false;
-  View1<const float> dense1_bias;                 // [N1] or empty
-  Epilogue dense1_epilogue;                       // after the last slab pass
-  const GemmPackedBf16* dense1_packed = nullptr;  // op(W1) in K-pairs (bf16 on AVX512-BF16 CPUs)
-  DenseLayer hidden, head_a, head_b;              // mlp_two_heads
+  View1<const float> dense1_bias;                   // [N1] or empty
+  Epilogue dense1_epilogue;                         // after the last slab pass
+  const GemmPackedBf16* dense1_packed = nullptr;    // op(W1) in K-pairs (bf16 on AVX512-BF16 CPUs)
+  const GemmPackedPanels* dense1_panels = nullptr;  // op(W1) in column panels (fp32, CPU)
+  DenseLayer hidden, head_a, head_b;                // mlp_two_heads
 };
 
 // How the openmp backend's threads share a call (other backends ignore it; the outputs are the

@@ -117,6 +117,31 @@ GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_
   return {packed.pairs + k0 / 2 * packed.n * 2, kc, packed.n};
 }
 
+int64_t gemm_packed_panels_elements(int64_t k, int64_t n) {
+  return (n + kGemmPanelColumns - 1) / kGemmPanelColumns * k * kGemmPanelColumns;
+}
+
+GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data) {
+  detail::check_view(op_b, "gemm_pack_panels", "B");
+  const int64_t k = op_b.extent[0], n = op_b.extent[1], panel_stride = k * kGemmPanelColumns;
+  for (int64_t p = 0; p * kGemmPanelColumns < n; ++p) {
+    for (int64_t r = 0; r < k; ++r) {
+      float* row = data + p * panel_stride + r * kGemmPanelColumns;
+      for (int64_t c = 0; c < kGemmPanelColumns; ++c) {
+        const int64_t j = p * kGemmPanelColumns + c;
+        row[c] = j < n ? op_b(r, j) : 0.0f;
+      }
+    }
+  }
+  return {data, k, n, panel_stride};
+}
+
+GemmPackedPanels gemm_packed_rows(const GemmPackedPanels& packed, int64_t k0, int64_t kc) {
+  require(k0 >= 0 && kc >= 0 && k0 + kc <= packed.k, "gemm_packed_rows", "rows [k0, k0 + kc)",
+          "inside K = " + std::to_string(packed.k), "k0, k0 + kc = " + shape(k0, k0 + kc));
+  return {packed.data + k0 * kGemmPanelColumns, kc, packed.n, packed.panel_stride};
+}
+
 bool gemm_avx2_available() {
   static const bool available =
       simd::gemm_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
@@ -223,10 +248,17 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
             received);
   }
   fill_with_c(queue, ops.c_broadcast, params.beta, y);
-  const simd::GemmRowMajorArgs args{
+  simd::GemmRowMajorArgs args{
       ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
       y.data,        y.stride[0],        ops.m,           ops.n,
       ops.k,         params.alpha,       params.epilogue, queue.backend_id() == BackendId::kOpenmp};
+  if (const GemmPackedPanels* packed = params.packed_panels) {
+    require(packed->k == ops.k && packed->n == ops.n, "gemm", "params.packed_panels",
+            "op(B)'s K x N = " + shape(ops.k, ops.n), shape(packed->k, packed->n));
+    args.b = packed->data;
+    args.ldb = kGemmPanelColumns;
+    args.b_panel_stride = packed->panel_stride;
+  }
   if (impl == GemmImpl::kAvx512) {
     simd::gemm_avx512(args);
   } else {

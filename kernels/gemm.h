@@ -40,6 +40,23 @@ GemmPackedBf16 gemm_pack_bf16(View2<const bf16> op_b, bf16* pairs);
 // The packed rows [k0, k0 + kc) of op(B); k0 even.
 GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_t kc);
 
+// op(B) of an fp32 product packed once (at model load) in panels of kGemmPanelColumns columns
+// for kAvx512 and kAvx2: element (k, j) at data[(j / 64) * panel_stride + k * 64 + j % 64]
+// (the last panel zero padded). A thread owns whole panels (threads split columns, never K), so
+// with few rows -- batch 1, where B is megabytes and each element is used once -- it streams
+// its panels alone instead of every thread touching every row of B. Host memory; the caller
+// keeps it alive and equal to op(B).
+constexpr int64_t kGemmPanelColumns = 64;  // a multiple of both fast paths' tile widths
+struct GemmPackedPanels {
+  const float* data = nullptr;
+  int64_t k = 0, n = 0, panel_stride = 0;
+};
+int64_t gemm_packed_panels_elements(int64_t k, int64_t n);
+// Packs op(b) (host-readable memory) into `data` (gemm_packed_panels_elements(K, N) values).
+GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data);
+// The packed rows [k0, k0 + kc) of op(B).
+GemmPackedPanels gemm_packed_rows(const GemmPackedPanels& packed, int64_t k0, int64_t kc);
+
 struct GemmParams {
   bool trans_a = false;  // op(A) = A^T: a is [K, M]
   bool trans_b = false;  // op(B) = B^T: b is [N, K]
@@ -55,6 +72,9 @@ struct GemmParams {
   // kAvx512 path does not apply (a transposed B); b itself is still what the portable kernel
   // reads.
   const GemmPackedBf16* packed_b = nullptr;
+  // fp32 operands: op(b) packed in column panels, read by kAvx512 and kAvx2 instead of b (the
+  // same values, so the same bits); other implementations read b.
+  const GemmPackedPanels* packed_panels = nullptr;
 };
 
 // y[M,N] = act(alpha * op(a) . op(b) + beta * c). c broadcasts ONNX-style: extents [M,N], [1,N],

@@ -170,6 +170,7 @@ void run_conv_dense_heads(const Queue& queue, const Graph& g, const ConvDenseHea
     weights.dense1_bias = make_view(static_cast<const float*>(data_of(dense1.inputs[2])), n1);
   weights.dense1_epilogue = dense1_params.epilogue;
   weights.dense1_packed = operands.dense1_packed;
+  weights.dense1_panels = operands.dense1_panels;
   weights.hidden = dense_layer(g.ops[p.dense2], shapes, data_of);
   const Op& head_a = g.ops[p.head_a];
   const Op& head_b = g.ops[p.head_b];

@@ -36,11 +36,12 @@ struct FusedBuffers {
 // load). The conv bias, the accumulation, the second dense layer and the heads stay fp32.
 template <class T>
 struct FusedOperands {
-  const T* input;                                 // the network input as the conv reads it
-  const T* conv_weight;                           // OIHW
-  const T* dense1_weight;                         // as stored: [K, N1], or [N1, K] with transB
-  const GemmPackedBf16* dense1_packed = nullptr;  // op(W1) in K-pairs (bf16, AVX512-BF16 CPUs)
-  T* slab;                                        // conv rows waiting for the dense layer
+  const T* input;                                   // the network input as the conv reads it
+  const T* conv_weight;                             // OIHW
+  const T* dense1_weight;                           // as stored: [K, N1], or [N1, K] with transB
+  const GemmPackedBf16* dense1_packed = nullptr;    // op(W1) in K-pairs (bf16, AVX512-BF16 CPUs)
+  T* slab;                                          // conv rows waiting for the dense layer
+  const GemmPackedPanels* dense1_panels = nullptr;  // op(W1) in column panels (fp32, CPU)
 };
 
 // Runs the matched plan for `batch` rows; data_of(value) is the device pointer of a value

@@ -290,6 +290,7 @@ class OnnxModel final : public OnnxDeviceModel {
       case Precision::kFp32:
         fused_slab_ = make_device_buffer<float>(queue_, slab_elements);
         dense1_impl = "kAuto";
+        pack_dense1_panels();
         break;
       case Precision::kBf16:
         dense1_impl = make_reduced<bf16>(slab_elements);
@@ -581,6 +582,8 @@ class OnnxModel final : public OnnxDeviceModel {
     run_unfused_ = true;  // measured faster than every fused candidate
     fused_slab_ = {};
     fused_dense1_ = {};
+    fused_dense1_panels_ = {};
+    std::vector<float>().swap(fused_dense1_panel_values_);
     // The log describes what runs: the unfused ops instead of the fused plan's layers.
     const std::string planner_line = plan_[plan_.size() - 2];
     plan_.resize(fused_plan_start_);
@@ -674,6 +677,28 @@ class OnnxModel final : public OnnxDeviceModel {
     }
   }
 
+  // fp32 on a CPU backend with a fast GEMM path: op(W1) packed in column panels once, so a
+  // thread streams its own columns of the first dense layer's weights (batch 1 reads each
+  // weight once); the same values, so the same bits.
+  void pack_dense1_panels() {
+    const BackendId id = queue_.backend_id();
+    if ((id != BackendId::kSerial && id != BackendId::kOpenmp) ||
+        !(gemm_avx512_available() || gemm_avx2_available()))
+      return;
+    const Op& dense1 = graph_.ops[fused_->dense1];
+    const Shape& w1 = max_shapes_[dense1.inputs[1]];
+    const bool trans_b = dense1.attr<GemmParams>().trans_b;
+    View2<const float> op_w1 =
+        make_view<2>(static_cast<const float*>(data(dense1.inputs[1])), {w1[0], w1[1]});
+    if (trans_b) {
+      std::swap(op_w1.extent[0], op_w1.extent[1]);
+      std::swap(op_w1.stride[0], op_w1.stride[1]);
+    }
+    fused_dense1_panel_values_.resize(
+        size_t(gemm_packed_panels_elements(op_w1.extent[0], op_w1.extent[1])));
+    fused_dense1_panels_ = gemm_pack_panels(op_w1, fused_dense1_panel_values_.data());
+  }
+
   void run_fused() {
     const onnx_import::FusedBuffers buffers{fused_dense1_.data(), options_.fused_batch_tile,
                                             fused_rows_per_pass_, fused_split_,
@@ -682,9 +707,13 @@ class OnnxModel final : public OnnxDeviceModel {
     const Op& conv = graph_.ops[fused_->conv];
     const Op& dense1 = graph_.ops[fused_->dense1];
     if (std::holds_alternative<std::monostate>(reduced_)) {
-      const onnx_import::FusedOperands<float> operands{data(conv.inputs[0]), data(conv.inputs[1]),
-                                                       data(dense1.inputs[1]), nullptr,
-                                                       fused_slab_.data()};
+      const onnx_import::FusedOperands<float> operands{
+          data(conv.inputs[0]),
+          data(conv.inputs[1]),
+          data(dense1.inputs[1]),
+          nullptr,
+          fused_slab_.data(),
+          fused_dense1_panels_.data != nullptr ? &fused_dense1_panels_ : nullptr};
       return onnx_import::run_conv_dense_heads(queue_, graph_, *fused_, shapes_, data_of, operands,
                                                buffers);
     }
@@ -703,9 +732,10 @@ class OnnxModel final : public OnnxDeviceModel {
             make_view(layers.input.data(), count));
     const GemmPackedBf16* packed =
         layers.dense1_packed.pairs != nullptr ? &layers.dense1_packed : nullptr;
-    const onnx_import::FusedOperands<T> operands{layers.input.data(), layers.conv_weight.data(),
-                                                 layers.dense1_weight.data(), packed,
-                                                 layers.slab.data()};
+    const onnx_import::FusedOperands<T> operands{
+        layers.input.data(),         layers.conv_weight.data(),
+        layers.dense1_weight.data(), packed,
+        layers.slab.data(),          nullptr};
     onnx_import::run_conv_dense_heads(queue_, graph_, *fused_, shapes_, data_of, operands, buffers);
   }
 
@@ -722,6 +752,8 @@ class OnnxModel final : public OnnxDeviceModel {
   std::vector<int> storage_of_;
   std::optional<onnx_import::ConvDenseHeads> fused_;
   DeviceBuffer<float> fused_slab_, fused_dense1_;
+  std::vector<float> fused_dense1_panel_values_;  // host memory: CPU backends only
+  GemmPackedPanels fused_dense1_panels_;
   int64_t fused_rows_per_pass_ = 1;
   ConvDenseHeadsSplit fused_split_ = ConvDenseHeadsSplit::kKernels;
   bool unfused_candidate_ = false;  // the planner measures the unfused plan beside the fused one

@@ -21,7 +21,11 @@ struct GemmRowMajorArgs {
   float alpha;
   Epilogue epilogue;
   bool parallel;  // spread (row block, column panel) tiles over the caller's OpenMP threads
+  // Non-zero: b is packed in panels of kPanelColumns columns (kaas::GemmPackedPanels), panel p
+  // at b + p * b_panel_stride, each [k][kPanelColumns] with ldb == kPanelColumns.
+  int64_t b_panel_stride = 0;
 };
+constexpr int64_t kPanelColumns = 64;  // kaas::kGemmPanelColumns
 
 // bf16 operands on AVX512-BF16 (gemm_avx512_bf16.cc): y[m, n] (fp32, holding beta * c or 0)
 // += alpha * a . b, b packed in K-pairs.
