@@ -80,6 +80,9 @@ struct SlabPasses {
         gp.beta = 1.0f;
         gp.trans_b = weights.dense1_trans_b;
         gp.rows_independent = true;  // a patch's scores must not depend on its batch
+        // K summed per conv output row (each pass ends at a row boundary): the bits of one call
+        // over all of K, and of the unfused plan's Gemm (docs/reproducibility.md).
+        if constexpr (std::is_same_v<T, float>) gp.k_chunk = row_values;
         gp.impl = workspace.dense1_impl;
         gp.epilogue = h0 + rows == out_h ? weights.dense1_epilogue : Epilogue{};
         GemmPackedBf16 packed_rows;

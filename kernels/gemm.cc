@@ -255,10 +255,10 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
   if (const GemmPackedPanels* packed = params.packed_panels) {
     require(packed->k == ops.k && packed->n == ops.n, "gemm", "params.packed_panels",
             "op(B)'s K x N = " + shape(ops.k, ops.n), shape(packed->k, packed->n));
-    args.b = packed->data;
-    args.ldb = kGemmPanelColumns;
+    args.b_packed = packed->data;
     args.b_panel_stride = packed->panel_stride;
   }
+  args.k_chunk = params.k_chunk;
   if (impl == GemmImpl::kAvx512) {
     simd::gemm_avx512(args);
   } else {

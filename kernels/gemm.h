@@ -75,6 +75,12 @@ struct GemmParams {
   // fp32 operands: op(b) packed in column panels, read by kAvx512 and kAvx2 instead of b (the
   // same values, so the same bits); other implementations read b.
   const GemmPackedPanels* packed_panels = nullptr;
+  // fp32 on kAvx512 / kAvx2 with alpha 1: K in chunks of this many (0: one chain over all of K),
+  // each chained from zero and added to y in K order -- the same bits for any thread count and
+  // for K cut into calls at chunk boundaries (the fused plan's slab passes: a conv output row's
+  // K each), and a batch-1 product splits K over the threads by whole chunks. Other
+  // implementations chain all of K.
+  int64_t k_chunk = 0;
 };
 
 // y[M,N] = act(alpha * op(a) . op(b) + beta * c). c broadcasts ONNX-style: extents [M,N], [1,N],

@@ -232,8 +232,12 @@ class OnnxModel final : public OnnxDeviceModel {
   void choose_plan() {
     plan_ = graph_.log;
     std::string why_not;
-    if (options_.fused != FusedPlan::kOff) {
-      if (auto match = onnx_import::match_conv_dense_heads(graph_, why_not)) fused_ = *match;
+    if (auto match = onnx_import::match_conv_dense_heads(graph_, why_not)) {
+      // The first dense layer sums K per conv output row in every plan: the fused plan's slab
+      // passes end at row boundaries, so the fused and unfused plans give the same bits.
+      const Shape& conv_out = max_shapes_[graph_.ops[match->conv].output];  // [n, OH, OW, OC]
+      graph_.ops[match->dense1].attr<GemmParams>().k_chunk = conv_out[2] * conv_out[3];
+      if (options_.fused != FusedPlan::kOff) fused_ = *match;
     }
     if (options_.fused == FusedPlan::kRequire && !fused_)
       throw Error(

@@ -21,9 +21,14 @@ struct GemmRowMajorArgs {
   float alpha;
   Epilogue epilogue;
   bool parallel;  // spread (row block, column panel) tiles over the caller's OpenMP threads
-  // Non-zero: b is packed in panels of kPanelColumns columns (kaas::GemmPackedPanels), panel p
-  // at b + p * b_panel_stride, each [k][kPanelColumns] with ldb == kPanelColumns.
+  // Optional: op(b) also packed in panels of kPanelColumns columns (kaas::GemmPackedPanels),
+  // panel p at b_packed + p * b_panel_stride, each [k][kPanelColumns]; the tiles read it, the
+  // few-rows path reads b.
+  const float* b_packed = nullptr;
   int64_t b_panel_stride = 0;
+  // Non-zero (with alpha 1): K in chunks of this many, each summed from zero and added to y in
+  // order (kaas::GemmParams::k_chunk).
+  int64_t k_chunk = 0;
 };
 constexpr int64_t kPanelColumns = 64;  // kaas::kGemmPanelColumns
 

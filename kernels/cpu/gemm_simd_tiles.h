@@ -9,14 +9,17 @@
 // from its value on entry: the bits depend on nothing but that row's problem -- not on M or the
 // row's position, not on the thread count, and not on how K was cut into blocks or into calls
 // (the fused plan's slab passes, whose size follows the model's max batch). The reproducibility
-// contract (docs/reproducibility.md) rests on this. Other alphas add alpha * (block sum) per
-// K block.
+// contract (docs/reproducibility.md) rests on this. With a K chunk (GemmRowMajorArgs::k_chunk)
+// each chunk of K is one such chain from zero and the chunk sums are added to y in order: a
+// batch-1 product then splits K over the threads by whole chunks, and a call may end at any
+// chunk boundary. Other alphas add alpha * (block sum) per K block.
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 #include <algorithm>
+#include <vector>
 
 #include "kaas/backends/cpu/openmp_threads.h"
 
@@ -87,6 +90,86 @@ void tile_vectors(int vecs, int mr, const float* a, int64_t lda, const float* b,
   tile_rows<V, NV, false>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
 }
 
+// y = y + s (a multiply by one: exact, so the sum's single rounding) on an mr x vecs tile, then
+// the activation after the last chunk; s is cleared for the next chunk.
+template <class V>
+void add_chunk(float* y, int64_t ldy, float* s, int64_t lds, int mr, int vecs, bool last,
+               const Epilogue& e) {
+  const auto one = V::broadcast(1.0f);
+  for (int r = 0; r < mr; ++r) {
+    for (int v = 0; v < vecs; ++v) {
+      float* p = y + r * ldy + V::kLanes * v;
+      float* q = s + r * lds + V::kLanes * v;
+      auto out = V::fmadd(one, V::load(q), V::load(p));
+      if (last) out = V::activate(out, e);
+      V::store(p, out);
+      V::store(q, V::zero());
+    }
+  }
+}
+
+// Few rows (a batch-1 dense layer: B is megabytes, each element used once) and K in chunks: each
+// thread sums its own contiguous run of chunks (its stretch of B, streamed once, 128 columns per
+// pass so a row of B is read in one run); then the chunk sums are added to y in chunk order.
+// The same sequence of operations per element as the tiled path: the same bits.
+template <class V>
+void gemm_few_rows_chunks(const GemmRowMajorArgs& g, int64_t chunks) {
+  const int64_t chunk_values = g.m * g.n;
+  thread_local std::vector<float> chunk_sums;  // the caller's: [chunks][m][n]
+  chunk_sums.assign(size_t(chunks * chunk_values), 0.0f);
+  float* const sums = chunk_sums.data();
+  constexpr int64_t cols = V::kLanes * V::kTileVectors;
+  constexpr int kRowVectors = 128 / V::kLanes;
+  const int mr = int(g.m);
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(openmp::requested_team())
+#endif
+  {
+#if defined(_OPENMP)
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    if (t == 0) openmp::note_team(int(threads));
+#else
+    const int64_t threads = 1, t = 0;
+#endif
+    const Epilogue none{};
+    for (int64_t chunk = chunks * t / threads; chunk < chunks * (t + 1) / threads; ++chunk) {
+      const int64_t k_end = std::min(g.k, (chunk + 1) * g.k_chunk);
+      float* chunk_sum = sums + chunk * chunk_values;
+      for (int64_t k0 = chunk * g.k_chunk; k0 < k_end; k0 += kDepth) {
+        const int64_t kc = std::min(kDepth, k_end - k0);
+        const int64_t pass_cols = mr == 1 ? kRowVectors * V::kLanes : cols;
+        for (int64_t c0 = 0; c0 < g.n; c0 += pass_cols) {
+          const float* b = g.b + k0 * g.ldb + c0;
+          if (mr == 1 && (g.n - c0) / V::kLanes >= kRowVectors) {
+            tile<V, 1, kRowVectors, true>(g.a + k0, g.lda, b, g.ldb, chunk_sum + c0, g.n, kc, 1.0f,
+                                          false, none);
+            continue;
+          }
+          for (int64_t c = 0; c < pass_cols && c < g.n - c0; c += cols)
+            tile_vectors<V>(int(std::min<int64_t>(V::kTileVectors, (g.n - c0 - c) / V::kLanes)), mr,
+                            g.a + k0, g.lda, b + c, g.ldb, chunk_sum + c0 + c, g.n, kc, 1.0f, false,
+                            none);
+        }
+      }
+    }
+#if defined(_OPENMP)
+#pragma omp barrier
+#endif
+    // y = y + sum, chunk after chunk; columns spread over the threads.
+    const int64_t vectors = g.n / V::kLanes;
+    const auto one = V::broadcast(1.0f);
+    for (int r = 0; r < mr; ++r) {
+      for (int64_t v = vectors * t / threads; v < vectors * (t + 1) / threads; ++v) {
+        float* p = g.y + r * g.ldy + v * V::kLanes;
+        auto out = V::load(p);
+        for (int64_t chunk = 0; chunk < chunks; ++chunk)
+          out = V::fmadd(one, V::load(sums + chunk * chunk_values + r * g.n + v * V::kLanes), out);
+        V::store(p, V::activate(out, g.epilogue));
+      }
+    }
+  }
+}
+
 template <class V>
 void gemm(const GemmRowMajorArgs& g) {
   constexpr int64_t cols = V::kLanes * V::kTileVectors;
@@ -94,11 +177,22 @@ void gemm(const GemmRowMajorArgs& g) {
   const int64_t row_blocks = (g.m + kRows - 1) / kRows;
   const int64_t panels = (g.n + cols - 1) / cols;
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
+  // K in chunks (alpha 1): each chunk summed from zero, then added to y in order.
+  const bool chunked = g.k_chunk > 0 && g.k > 0 && g.alpha == 1.0f;
+  const int64_t chunks = chunked ? (g.k + g.k_chunk - 1) / g.k_chunk : 1;
   // Inside an active parallel region the call stays on the calling thread (as launch()).
-  // Threads take contiguous runs of panels (column blocks) and never split K: a split K would
-  // need per-thread partial sums, whose order would follow the thread count.
+  // Threads take contiguous runs of panels (column blocks); K is split over them only by whole
+  // chunks, whose sums are added in chunk order whatever the thread count.
 #if defined(_OPENMP)
   const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
+  if (chunked && g.parallel && !omp_in_parallel() && row_blocks == 1 &&
+      chunks >= 2 * openmp::requested_team() && openmp::requested_team() > 1)
+    return gemm_few_rows_chunks<V>(g, chunks);
+#endif
+  thread_local std::vector<float> chunk_sum;  // the caller's: [m][n], one chunk's running sums
+  if (chunked) chunk_sum.assign(size_t(g.m * g.n), 0.0f);
+  float* const sums = chunk_sum.data();
+#if defined(_OPENMP)
 #pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
   {
@@ -109,21 +203,43 @@ void gemm(const GemmRowMajorArgs& g) {
     const int64_t threads = 1, t = 0;
 #endif
     const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
-    for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += kDepth) {
-      const int64_t kc = std::min(kDepth, g.k - k0);
-      const bool last = k0 + kDepth >= g.k;
+    const Epilogue none{};
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t k_begin = chunked ? chunk * g.k_chunk : 0;
+      const int64_t k_end = chunked ? std::min(g.k, k_begin + g.k_chunk) : g.k;
+      for (int64_t k0 = k_begin; k0 < k_end || (k0 == 0 && g.k == 0); k0 += kDepth) {
+        const int64_t kc = std::min(kDepth, k_end - k0);
+        const bool last = !chunked && k0 + kDepth >= g.k;
+        for (int64_t tile_index = first; tile_index < end; ++tile_index) {
+          const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
+          const int64_t r0 = block * kRows, c0 = panel * cols;
+          const int mr = int(std::min(kRows, g.m - r0));
+          const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
+          const float* a = g.a + r0 * g.lda + k0;
+          const float* b = g.b_packed != nullptr
+                               ? g.b_packed + c0 / kPanelColumns * g.b_panel_stride +
+                                     k0 * kPanelColumns + c0 % kPanelColumns
+                               : g.b + k0 * g.ldb + c0;
+          const int64_t ldb = g.b_packed != nullptr ? kPanelColumns : g.ldb;
+          if (chunked)
+            tile_vectors<V>(vecs, mr, a, g.lda, b, ldb, sums + r0 * g.n + c0, g.n, kc, 1.0f, false,
+                            none);
+          else
+            tile_vectors<V>(vecs, mr, a, g.lda, b, ldb, g.y + r0 * g.ldy + c0, g.ldy, kc, g.alpha,
+                            last, g.epilogue);
+        }
+        if (g.k == 0) break;
+      }
+      if (!chunked) continue;
+      // Each thread adds the chunk sums of its own tiles: no other thread touches them.
       for (int64_t tile_index = first; tile_index < end; ++tile_index) {
         const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
         const int64_t r0 = block * kRows, c0 = panel * cols;
-        const int mr = int(std::min(kRows, g.m - r0));
-        const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
-        const float* b = g.b_panel_stride != 0 ? g.b + c0 / kPanelColumns * g.b_panel_stride +
-                                                     k0 * g.ldb + c0 % kPanelColumns
-                                               : g.b + k0 * g.ldb + c0;
-        tile_vectors<V>(vecs, mr, g.a + r0 * g.lda + k0, g.lda, b, g.ldb, g.y + r0 * g.ldy + c0,
-                        g.ldy, kc, g.alpha, last, g.epilogue);
+        add_chunk<V>(g.y + r0 * g.ldy + c0, g.ldy, sums + r0 * g.n + c0, g.n,
+                     int(std::min(kRows, g.m - r0)),
+                     int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes)),
+                     chunk + 1 == chunks, g.epilogue);
       }
-      if (g.k == 0) break;
     }
   }
 }

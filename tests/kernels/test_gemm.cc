@@ -211,51 +211,65 @@ TEST_P(GemmTest, RowsIndependentGivesEachRowTheSameBitsWhateverM) {
 }
 
 // The reproducibility contract's GEMM (docs/reproducibility.md): with alpha 1 each element is one
-// chain of fused multiply-adds over K from its value on entry, so K cut into several calls that
-// accumulate into y (the fused plan's slab passes, sized by the model's max batch) gives the bits
-// of one call, whatever the thread count.
+// chain of fused multiply-adds over K from its value on entry -- or, with a K chunk, one chain
+// from zero per chunk, the chunk sums added in order -- so K cut into several calls that
+// accumulate into y (at chunk boundaries; the fused plan's slab passes) gives the bits of one
+// call, whatever the thread count and M (1 row: K split over the threads by whole chunks).
 TEST_P(GemmTest, KCutIntoCallsAndThreadCountsGiveTheBitsOfOneCall) {
   Queue queue(*GetParam());
-  const int64_t m = 7, k = 1300, n = 128;
-  const auto a = random_floats(m * k, 21), b = random_floats(k * n, 22),
+  const int64_t max_m = 7, k = 1300, n = 128;
+  const auto a = random_floats(max_m * k, 21), b = random_floats(k * n, 22),
              bias = random_floats(n, 23);
-  GuardedArray<float> da(queue, a), db(queue, b), dbias(queue, bias), dy(queue, m * n);
+  GuardedArray<float> da(queue, a), db(queue, b), dbias(queue, bias), dy(queue, max_m * n);
   const auto* a_data = static_cast<const float*>(da.view().data);
   const auto* b_data = static_cast<const float*>(db.view().data);
-  const auto y = make_view<2>(dy.view().data, {m, n});
   const auto c = make_view<2>(static_cast<const float*>(dbias.view().data), {1, n});
   GemmParams first;
   first.rows_independent = true;
   first.beta = 1.0f;
-  // The host SIMD paths keep this promise; the portable kernel (GPU backends, gpu_emu, a CPU
-  // without AVX2) sums each K block from zero.
-  if (!is_simd(gemm_chosen_impl(queue, make_view<2>(a_data, {m, k}), make_view<2>(b_data, {k, n}),
-                                y, first)))
+  // The host SIMD paths keep this promise; the portable kernel (GPU backends, gpu_emu) chains
+  // all of K and is not one of the CPU tiers' (docs/reproducibility.md).
+  if (!is_simd(gemm_chosen_impl(queue, make_view<2>(a_data, {max_m, k}),
+                                make_view<2>(b_data, {k, n}),
+                                make_view<2>(dy.view().data, {max_m, n}), first)))
     GTEST_SKIP() << "no host SIMD GEMM on " << queue.backend().name();
-  auto run = [&](const std::vector<int64_t>& cuts) {
-    // y = bias + a . b, K in pieces: the first call brings the bias, the others accumulate
-    // (beta 1 with c = y), the last applies the activation.
-    int64_t k0 = 0;
-    for (size_t piece = 0; piece <= cuts.size(); ++piece) {
-      const int64_t k1 = piece < cuts.size() ? cuts[piece] : k;
-      GemmParams params = first;
-      params.epilogue = piece == cuts.size() ? Epilogue{Activation::kRelu, 0} : Epilogue{};
-      auto a_piece = make_view<2>(a_data + k0, {m, k1 - k0});
-      a_piece.stride[0] = k;
-      gemm(queue, a_piece, make_view<2>(b_data + k0 * n, {k1 - k0, n}),
-           piece == 0 ? c : View2<const float>(y), y, params);
-      k0 = k1;
-    }
-    return dy.read();
-  };
-  const auto whole = run({});
-  for (int threads : {1, 2, 3}) {
-    const OmpThreadsForTest omp(threads);
-    for (const std::vector<int64_t>& cuts :
-         {std::vector<int64_t>{}, {100}, {256, 512}, {1, 700, 1299}, {333, 666, 999}}) {
-      const auto pieces = run(cuts);
-      ASSERT_EQ(0, std::memcmp(pieces.data(), whole.data(), whole.size() * sizeof(float)))
-          << threads << " threads, " << cuts.size() + 1 << " pieces";
+  for (const int64_t m : {int64_t(1), max_m}) {
+    const auto y = make_view<2>(dy.view().data, {m, n});
+    auto run = [&](int64_t k_chunk, const std::vector<int64_t>& cuts) {
+      // y = bias + a . b, K in pieces: the first call brings the bias, the others accumulate
+      // (beta 1 with c = y), the last applies the activation.
+      int64_t k0 = 0;
+      for (size_t piece = 0; piece <= cuts.size(); ++piece) {
+        const int64_t k1 = piece < cuts.size() ? cuts[piece] : k;
+        GemmParams params = first;
+        params.k_chunk = k_chunk;
+        params.epilogue = piece == cuts.size() ? Epilogue{Activation::kRelu, 0} : Epilogue{};
+        auto a_piece = make_view<2>(a_data + k0, {m, k1 - k0});
+        a_piece.stride[0] = k;
+        gemm(queue, a_piece, make_view<2>(b_data + k0 * n, {k1 - k0, n}),
+             piece == 0 ? c : View2<const float>(y), y, params);
+        k0 = k1;
+      }
+      std::vector<float> out = dy.read();
+      out.resize(size_t(m * n));
+      return out;
+    };
+    // One chain: any cut. Chunks of 100 (not a multiple of the 256-deep cache blocks): cuts at
+    // chunk boundaries; 13 chunks split over 1 to 3 threads.
+    for (const auto& [k_chunk, cut_lists] :
+         {std::pair<int64_t, std::vector<std::vector<int64_t>>>{
+              0, {{}, {100}, {256, 512}, {1, 700, 1299}, {333, 666, 999}}},
+          {100, {{}, {100}, {300, 1200}, {100, 200, 1000}}}}) {
+      const auto whole = run(k_chunk, {});
+      for (int threads : {1, 2, 3}) {
+        const OmpThreadsForTest omp(threads);
+        for (const auto& cuts : cut_lists) {
+          const auto pieces = run(k_chunk, cuts);
+          ASSERT_EQ(0, std::memcmp(pieces.data(), whole.data(), whole.size() * sizeof(float)))
+              << m << " rows, K chunk " << k_chunk << ", " << threads << " threads, "
+              << cuts.size() + 1 << " pieces";
+        }
+      }
     }
   }
 }
