@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 struct Entry {
   std::string chosen;
   std::vector<double> ms;
+  std::string cpu;  // measured on (a fourth column; older files have three)
 };
 
 // Keys carry no tabs or newlines (they separate the fields and lines of the file).
@@ -37,8 +38,12 @@ std::string clean(std::string text) {
   return text;
 }
 
-std::string cache_key(const std::string& point, std::span<const Candidate> candidates) {
-  std::string key = clean(host_cpu_info().model) + "|kaas " KAAS_VERSION "|" + clean(point) + "|";
+// A model's plan file applies on any CPU (its entries name the CPU they were measured on); the
+// per-machine cache is keyed by CPU model.
+std::string cache_key(const std::string& point, std::span<const Candidate> candidates,
+                      bool any_cpu) {
+  std::string key = (any_cpu ? std::string("any CPU") : clean(host_cpu_info().model)) +
+                    "|kaas " KAAS_VERSION "|" + clean(point) + "|";
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i > 0) key += ',';
     key += clean(candidates[i].name);
@@ -46,7 +51,7 @@ std::string cache_key(const std::string& point, std::span<const Candidate> candi
   return key;
 }
 
-// Lines "key \t chosen \t ms,ms,..."; malformed ones are skipped.
+// Lines "key \t chosen \t ms,ms,... [\t cpu]"; malformed ones are skipped.
 std::map<std::string, Entry> read_cache(const std::string& path) {
   std::map<std::string, Entry> entries;
   std::ifstream in(path);
@@ -57,7 +62,12 @@ std::map<std::string, Entry> read_cache(const std::string& path) {
     if (b == std::string::npos || a == 0 || b == a + 1) continue;
     Entry e;
     e.chosen = line.substr(a + 1, b - a - 1);
-    std::stringstream times(line.substr(b + 1));
+    size_t times_end = line.find('\t', b + 1);
+    if (times_end != std::string::npos)
+      e.cpu = line.substr(times_end + 1);
+    else
+      times_end = line.size();
+    std::stringstream times(line.substr(b + 1, times_end - b - 1));
     std::string item;
     bool ok = true;
     while (std::getline(times, item, ',')) {
@@ -71,34 +81,61 @@ std::map<std::string, Entry> read_cache(const std::string& path) {
   return entries;
 }
 
-// Adds one entry under an exclusive lock; the file is replaced by rename (readers see the old or
-// the new file, never a partial one). Failures are silent: the cache is an optimisation.
-void write_cache(const std::string& path, const std::string& key, const Entry& entry) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const int lock = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return;
-  if (::flock(lock, LOCK_EX) == 0) {
-    auto entries = read_cache(path);
-    entries[key] = entry;
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      for (const auto& [k, e] : entries) {
-        out << k << '\t' << e.chosen << '\t';
-        for (size_t i = 0; i < e.ms.size(); ++i) out << (i ? "," : "") << e.ms[i];
-        out << '\n';
-      }
-      out.flush();
-      if (!out) {
-        out.close();
-        std::filesystem::remove(tmp, ec);
-      }
+// An exclusive flock on <path>.lock for a scope (none when the lock file cannot be opened).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
     }
-    if (std::filesystem::exists(tmp, ec)) std::filesystem::rename(tmp, path, ec);
-    ::flock(lock, LOCK_UN);
   }
-  ::close(lock);
+  ~FileLock() {
+    if (fd_ < 0) return;
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Adds one entry, the caller holding the file's lock; the file is replaced by rename (readers see
+// the old or the new file, never a partial one). Returns whether it was written.
+bool write_locked(const std::string& path, const std::string& key, const Entry& entry) {
+  std::error_code ec;
+  auto entries = read_cache(path);
+  entries[key] = entry;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& [k, e] : entries) {
+      out << k << '\t' << e.chosen << '\t';
+      for (size_t i = 0; i < e.ms.size(); ++i) out << (i ? "," : "") << e.ms[i];
+      out << '\t' << clean(e.cpu) << '\n';
+    }
+    out.flush();
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+// Adds one entry under the file's exclusive lock. Failures are silent: the cache is an
+// optimisation.
+void write_cache(const std::string& path, const std::string& key, const Entry& entry) {
+  const FileLock lock(path);
+  if (lock.held()) write_locked(path, key, entry);
 }
 
 std::mutex& memo_mutex() {
@@ -150,7 +187,9 @@ std::string Decision::describe(const std::string& point) const {
   std::string text = point + ": " + chosen_name;
   if (pinned) return text + " (pinned)";
   if (fixed) return text + " (fixed rule)";
-  text += from_cache ? " (cached; measured " : " (measured ";
+  text += from_plan_file ? " (the model's plan file; measured on " + measured_on + ": "
+          : from_cache   ? " (cached; measured "
+                         : " (measured ";
   for (size_t i = 0; i < ms.size(); ++i) {
     text += i ? ", " : "";
     if (i < names.size()) text += names[i] + " ";
@@ -160,45 +199,15 @@ std::string Decision::describe(const std::string& point) const {
     char trial[48];
     std::snprintf(trial, sizeof trial, "; %.2f s trial", trial_seconds);
     text += trial;
+    if (!plan_file_written) text += "; the model's plan file could not be written";
   }
   return text + ")";
 }
 
-Decision choose(const std::string& point, std::span<const Candidate> candidates, Mode mode,
-                const Budget& budget) {
-  if (candidates.empty()) throw Error(ErrorCode::kInternal, "planner: no candidate for " + point);
-  Decision d;
-  for (const Candidate& c : candidates) d.names.push_back(c.name);
-  if (mode == Mode::kFixed || candidates.size() == 1) {
-    d.fixed = true;
-    d.chosen_name = candidates[0].name;
-    return d;
-  }
-  const std::string key = cache_key(point, candidates);
-  const std::string path = cache_path();
-  auto use = [&](const Entry& e) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i].name == e.chosen && e.ms.size() == candidates.size()) {
-        d.chosen = i;
-        d.chosen_name = e.chosen;
-        d.ms = e.ms;
-        d.from_cache = true;
-        return true;
-      }
-    }
-    return false;
-  };
-  {
-    std::lock_guard lock(memo_mutex());
-    if (auto it = memo().find(key); it != memo().end() && use(it->second)) return d;
-    if (!path.empty()) {
-      const auto entries = read_cache(path);
-      if (auto it = entries.find(key); it != entries.end() && use(it->second)) {
-        memo()[key] = it->second;
-        return d;
-      }
-    }
-  }
+namespace {
+
+// One trial: every candidate timed in turn; the fastest is chosen.
+void measure(std::span<const Candidate> candidates, const Budget& budget, Decision& d) {
   // Round robin: one warm-up run each, then timed runs in turn while the budget lasts, so a
   // machine-wide slowdown during the trial hits every candidate alike.
   const auto start = Clock::now();
@@ -216,11 +225,67 @@ Decision choose(const std::string& point, std::span<const Candidate> candidates,
     }
   }
   d.trial_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  d.chosen = 0;
   for (size_t i = 1; i < candidates.size(); ++i) {
     if (d.ms[i] < d.ms[d.chosen]) d.chosen = i;
   }
   d.chosen_name = candidates[d.chosen].name;
-  const Entry entry{d.chosen_name, d.ms};
+  d.measured_on = host_cpu_info().model;
+}
+
+}  // namespace
+
+Decision choose(const std::string& point, std::span<const Candidate> candidates, Mode mode,
+                const Budget& budget, const std::string& plan_file) {
+  if (candidates.empty()) throw Error(ErrorCode::kInternal, "planner: no candidate for " + point);
+  Decision d;
+  for (const Candidate& c : candidates) d.names.push_back(c.name);
+  if (mode == Mode::kFixed || candidates.size() == 1) {
+    d.fixed = true;
+    d.chosen_name = candidates[0].name;
+    return d;
+  }
+  const bool model_plan = !plan_file.empty();
+  const std::string key = cache_key(point, candidates, model_plan);
+  const std::string path = model_plan ? plan_file : cache_path();
+  auto use = [&](const Entry& e) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].name == e.chosen && e.ms.size() == candidates.size()) {
+        d.chosen = i;
+        d.chosen_name = e.chosen;
+        d.ms = e.ms;
+        d.measured_on = e.cpu;
+        d.from_cache = true;
+        d.from_plan_file = model_plan;
+        return true;
+      }
+    }
+    return false;
+  };
+  if (model_plan) {
+    // Lookup, trial and write under the plan file's lock: one process measures, the others
+    // wait for its decision.
+    const FileLock lock(path);
+    const auto entries = read_cache(path);
+    if (auto it = entries.find(key); it != entries.end() && use(it->second)) return d;
+    measure(candidates, budget, d);
+    d.plan_file_written =
+        lock.held() && write_locked(path, key, {d.chosen_name, d.ms, d.measured_on});
+    return d;
+  }
+  {
+    std::lock_guard lock(memo_mutex());
+    if (auto it = memo().find(key); it != memo().end() && use(it->second)) return d;
+    if (!path.empty()) {
+      const auto entries = read_cache(path);
+      if (auto it = entries.find(key); it != entries.end() && use(it->second)) {
+        memo()[key] = it->second;
+        return d;
+      }
+    }
+  }
+  measure(candidates, budget, d);
+  const Entry entry{d.chosen_name, d.ms, d.measured_on};
   std::lock_guard lock(memo_mutex());
   memo()[key] = entry;
   if (!path.empty()) write_cache(path, key, entry);

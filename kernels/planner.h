@@ -46,6 +46,9 @@ struct Decision {
   bool fixed = false;
   bool pinned = false;         // named by the caller (e.g. a model option), not measured
   double trial_seconds = 0.0;  // wall time spent measuring (0 from the cache or fixed)
+  std::string measured_on;     // the CPU model of the measurement (cache and plan file entries)
+  bool from_plan_file = false;
+  bool plan_file_written = true;  // false: a plan_file was given and could not be written
   // "<point>: <chosen> (measured a 12.3 ms, b 10.1 ms; 0.35 s trial)" or "(cached; measured
   // ...)" or "(fixed rule)".
   std::string describe(const std::string& point) const;
@@ -53,8 +56,15 @@ struct Decision {
 
 // Chooses among `candidates` (non-empty) for choice point `point` (e.g. "emtrk fused fp32
 // batch 256 threads 2"). Exceptions of a candidate propagate.
+//
+// `plan_file` (a model's plan, e.g. <repository>/<model>/<version>/kaas_plan.tsv): the decision
+// belongs to the model rather than to this machine. Its key leaves out the CPU model (the file
+// records it), and the lookup, the trial and the write happen under the file's exclusive lock:
+// of several processes loading the model at once, the first measures and the others wait and
+// read its decision, so every process answers with the same plan (docs/reproducibility.md).
+// A plan file that cannot be written is logged by the caller (Decision::plan_file_written).
 Decision choose(const std::string& point, std::span<const Candidate> candidates, Mode mode,
-                const Budget& budget = {});
+                const Budget& budget = {}, const std::string& plan_file = {});
 
 // The cache file in use (empty when caching is off).
 std::string cache_path();

@@ -31,6 +31,7 @@ class MichelFromImage final : public Model {
     cnn_options.device = options.device;
     cnn_options.precision = options.precision;
     cnn_options.sparse = options.sparse;
+    cnn_options.plan_file = options.plan_file;
     cnn_ = make_onnx_device_model(cnn, backend, cnn_options);
     check_cnn();
     signature_.max_batch = 0;
@@ -303,13 +304,14 @@ class MichelFromImage final : public Model {
         {"image-level sparse, every window charged", [&] { run(charged_in); }},
         {"image-level sparse, no charge", [&] { run(empty_in); }}};
     const SparseNetwork& net = *sparse_network();
-    const std::string point =
-        "michel_from_image sparse " + std::string(cnn_->queue().backend().name()) + " threads " +
-        std::to_string(conv_dense_heads_batch_threads(cnn_->queue())) + " window " +
-        std::to_string(net.out_h) + "x" + std::to_string(net.out_w) + " weights " +
-        std::to_string(net.weights_digest) + " hits " + std::to_string(hits);
+    // A decision of the model (which hits take the image-level sparse plan changes their bits):
+    // no backend or thread count in the point, kept in the model's plan file.
+    const std::string point = "michel_from_image sparse window " + std::to_string(net.out_h) + "x" +
+                              std::to_string(net.out_w) + " weights " +
+                              std::to_string(net.weights_digest) + " hits " + std::to_string(hits);
     force_sparse_ = true;
-    const planner::Decision d = planner::choose(point, candidates, planner::Mode::kMeasure);
+    const planner::Decision d =
+        planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
     force_sparse_ = false;
     image_full_hit_s_ = d.ms[0] / 1e3 / double(hits);
     image_empty_hit_s_ = d.ms[1] / 1e3 / double(hits);
@@ -324,7 +326,10 @@ class MichelFromImage final : public Model {
                   "no charge and %.1f ms with every window charged%s: sparse below %.0f %% of "
                   "positions active",
                   dense * 1e6, image_empty_hit_s_ * 1e6, image_full_hit_s_ * 1e6,
-                  d.from_cache ? " (cached)" : "", std::clamp(breakeven, 0.0, 1.0) * 100);
+                  d.from_plan_file ? " (the model's plan file)"
+                  : d.from_cache   ? " (cached)"
+                                   : "",
+                  std::clamp(breakeven, 0.0, 1.0) * 100);
     calibration_ = line;
   }
 

@@ -42,6 +42,7 @@ struct MichelFromImageOptions {
   // takes it when the plane's measured occupancy and the CNN's timings at load say it is faster.
   SparsePlan sparse = SparsePlan::kAuto;
   int64_t sparse_delta_bytes = 8 << 20;  // the conv output kept at once (the dense plan's slab)
+  std::string plan_file;                 // the model's plan file (OnnxModelOptions::plan_file)
 };
 
 // `cnn`: an EmTrkMichelId-like ONNX model, input [-1, pw, pb, 1] or [-1, 1, pw, pb], outputs

@@ -17,6 +17,15 @@ std::mutex& registry_mutex() {
   return mutex;
 }
 
+// The model's plan file, beside its model file in the version folder (kernels/planner.h); the
+// model parameter plan_file overrides it ("off": this machine's planner cache only).
+std::string plan_file_of(const ModelBuildRequest& request) {
+  const std::string configured = request.parameters.text("plan_file", "");
+  if (configured == "off") return {};
+  if (!configured.empty()) return configured;
+  return (request.model_file.parent_path() / kModelPlanFilename).string();
+}
+
 PreparedModel prepare_onnx(const ModelBuildRequest& request) {
   auto proto = std::make_shared<const onnx::ModelProto>(read_onnx_file(request.model_file));
   const bool batched = onnx_model_is_batched(*proto);
@@ -38,6 +47,7 @@ PreparedModel prepare_onnx(const ModelBuildRequest& request) {
                                             "model '" + request.name + "'");
   options.sparse = sparse_plan_from_string(request.parameters.text("sparse", "auto"),
                                            "model '" + request.name + "' parameter sparse");
+  options.plan_file = plan_file_of(request);
   PreparedModel prepared;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;
@@ -81,6 +91,7 @@ PreparedModel prepare_michel_from_image(const ModelBuildRequest& request) {
                                             "model '" + request.name + "'");
   options.sparse = sparse_plan_from_string(request.parameters.text("sparse", "auto"),
                                            "model '" + request.name + "' parameter sparse");
+  options.plan_file = plan_file_of(request);
   PreparedModel prepared;
   prepared.make_instance = [proto, options](const Backend& backend, int device) mutable {
     options.device = device;

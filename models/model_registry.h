@@ -44,6 +44,10 @@ class ModelParameters {
   std::map<std::string, std::string> values_;
 };
 
+// The model's plan file in its version folder: the planner's decisions that change bits, made
+// once per model (docs/reproducibility.md). Config parameter plan_file: another path, or "off".
+inline constexpr const char* kModelPlanFilename = "kaas_plan.tsv";
+
 struct ModelBuildRequest {
   std::string name;
   ModelParameters parameters;

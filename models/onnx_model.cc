@@ -348,6 +348,8 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.insert(plan_.end() - 1, rule);
   }
 
+  static constexpr int64_t kSparseTrialRows = 256;
+
   // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input,
   // measured by the planner (kernels/planner.h) and cached with its decisions, so every process
   // on this CPU predicts the same and picks the same plan for the same patch; returns the
@@ -369,35 +371,55 @@ class OnnxModel final : public OnnxDeviceModel {
                    data(graph_.ops[fused_->head_b].output));
       queue_.wait();
     };
+    // Each candidate processes kSparseTrialRows rows (passes of `batch`), so the timings stored in
+    // the model's plan file are per the same number of rows whatever the measuring process's
+    // batch.
+    const int64_t passes = (kSparseTrialRows + batch - 1) / batch;
+    const double rows = double(passes * batch);
+    auto repeated = [passes](const std::function<void()>& pass) {
+      return [passes, pass] {
+        for (int64_t p = 0; p < passes; ++p) pass();
+      };
+    };
     const std::vector<planner::Candidate> candidates = {
-        {"dense",
-         [this] {
+        {"dense", repeated([this] {
            run_unfused_ ? run_unfused() : run_fused();
            queue_.wait();
-         }},
-        {"sparse, every window charged", [&] { sparse_on(charged_device.data()); }},
-        {"sparse, no charge", [&] { sparse_on(empty_device.data()); }}};
+         })},
+        {"sparse, every window charged", repeated([&] { sparse_on(charged_device.data()); })},
+        {"sparse, no charge", repeated([&] { sparse_on(empty_device.data()); })}};
+    // A patch takes the sparse plan (other bits) by these timings: they belong to the model,
+    // measured once whatever the backend, threads, dense plan or batch of the process that
+    // measures, and kept in the model's plan file, so every process decides alike.
     const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
-    const std::string point =
-        "sparse conv-dense-heads " + std::string(queue_.backend().name()) + " threads " +
-        std::to_string(conv_dense_heads_batch_threads(queue_)) + " conv " +
-        shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " weights " +
-        std::to_string(sparse_->network().weights_digest) + " dense " +
-        (run_unfused_ ? std::string("unfused") : std::string(to_string(fused_split_)) + " split") +
-        " batch " + std::to_string(batch);
-    const planner::Decision d = planner::choose(point, candidates, planner::Mode::kMeasure);
+    const std::string point = "sparse conv-dense-heads " +
+                              std::string(to_string(options_.precision)) + " conv " +
+                              shape_string(Shape(conv_out.begin() + 1, conv_out.end())) +
+                              " weights " + std::to_string(sparse_->network().weights_digest);
+    const planner::Decision d =
+        planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
     SparseNetwork& net = sparse_->network();
-    net.dense_row_s = d.ms[0] / 1e3 / double(batch);
-    net.sparse_full_row_s = d.ms[1] / 1e3 / double(batch);
-    net.sparse_empty_row_s = d.ms[2] / 1e3 / double(batch);
+    net.dense_row_s = d.ms[0] / 1e3 / rows;
+    net.sparse_full_row_s = d.ms[1] / 1e3 / rows;
+    net.sparse_empty_row_s = d.ms[2] / 1e3 / rows;
     const double breakeven = d.ms[1] > d.ms[2] ? (d.ms[0] - d.ms[2]) / (d.ms[1] - d.ms[2]) : 1.0;
-    char line[320];
+    // Timings from the plan file were taken by another process, on about kSparseTrialRows rows
+    // in its own batches: the decisions use their ratios, the same in every process.
+    char trial[96];
+    if (d.from_plan_file)
+      std::snprintf(trial, sizeof trial, "the model's plan file (measured on %s)",
+                    d.measured_on.substr(0, 48).c_str());
+    else
+      std::snprintf(trial, sizeof trial, "%lld rows in batches of %lld%s",
+                    static_cast<long long>(rows), static_cast<long long>(batch),
+                    d.from_cache ? " (cached)" : "");
+    char line[400];
     std::snprintf(line, sizeof line,
-                  "sparse planner: batch %lld dense %.2f ms, sparse %.2f ms with no charge and "
-                  "%.2f ms with every window charged%s: a patch runs sparse below %.0f %% of "
-                  "its positions active",
-                  static_cast<long long>(batch), d.ms[0], d.ms[2], d.ms[1],
-                  d.from_cache ? " (cached)" : "", std::clamp(breakeven, 0.0, 1.0) * 100);
+                  "sparse planner: %s: dense %.2f ms, sparse %.2f ms with no charge and %.2f ms "
+                  "with every window charged: a patch runs sparse below %.0f %% of its positions "
+                  "active%s",
+                  trial, d.ms[0], d.ms[2], d.ms[1], std::clamp(breakeven, 0.0, 1.0) * 100,
+                  d.plan_file_written ? "" : " (the model's plan file could not be written)");
     return line;
   }
 
@@ -529,6 +551,10 @@ class OnnxModel final : public OnnxDeviceModel {
       }
     }
     if (impls.empty()) impls.push_back({GemmImpl::kAuto, Conv2dImpl::kAuto, "auto"});
+    const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
+    if (options_.precision != Precision::kFp32 && impls.size() > 1 &&
+        mode == planner::Mode::kMeasure && options_.fused_candidate.empty())
+      impls = {choose_reduced_kernels(impls, batch)};
     std::vector<ConvDenseHeadsSplit> splits{ConvDenseHeadsSplit::kKernels};
     const int threads = conv_dense_heads_batch_threads(queue_);
     if (threads > 1 && batch >= threads) splits.push_back(ConvDenseHeadsSplit::kBatch);
@@ -555,15 +581,7 @@ class OnnxModel final : public OnnxDeviceModel {
                               run_unfused_ = false;
                             }});
     }
-    const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
-    if (mode == planner::Mode::kMeasure && candidates.size() > 1) {
-      // Trial input: the rescaled-ADC range of the network's training data, fixed pattern.
-      const int input = graph_.ops[fused_->conv].inputs[0];
-      std::vector<float> values(size_t(element_count(max_shapes_[input])));
-      for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i * 7919 % 2000)) / 100 - 5;
-      copy_to_device(queue_, std::span<const float>(values), storage(input));
-      queue_.wait();
-    }
+    if (mode == planner::Mode::kMeasure && candidates.size() > 1) copy_trial_input();
     const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
     const std::string point =
         "conv-dense-heads " + std::string(to_string(options_.precision)) + " " +
@@ -595,6 +613,44 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.push_back("precision fp32: every op");
     plan_.push_back(planner_line);
     plan_.push_back("plan: unfused (measured faster than the fused conv-dense-heads plan)");
+  }
+
+  // Trial input of the fused plan's measurements: the rescaled-ADC range of the network's
+  // training data, a fixed pattern.
+  void copy_trial_input() {
+    const int input = graph_.ops[fused_->conv].inputs[0];
+    std::vector<float> values(size_t(element_count(max_shapes_[input])));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i * 7919 % 2000)) / 100 - 5;
+    copy_to_device(queue_, std::span<const float>(values), storage(input));
+    queue_.wait();
+  }
+
+  // bf16 / fp16: the first-layer kernels differ in their bits (vdpbf16ps multiplies pairs), so
+  // which one runs is a decision of the model, not of this process, batch or thread count: made
+  // once on the kernel split, under a point without backend, threads or batch, and kept in the
+  // model's plan file (docs/reproducibility.md). The split is chosen per process after it.
+  template <class Kernels>
+  Kernels choose_reduced_kernels(const std::vector<Kernels>& impls, int64_t batch) {
+    copy_trial_input();
+    std::vector<planner::Candidate> candidates;
+    for (const Kernels& k : impls) {
+      candidates.push_back({k.name, [this, k, batch] {
+                              fused_split_ = ConvDenseHeadsSplit::kKernels;
+                              fused_impl_ = k.dense1;
+                              fused_conv_impl_ = k.conv;
+                              run_device(batch);
+                              queue_.wait();
+                            }});
+    }
+    const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
+    const std::string point = "conv-dense-heads " + std::string(to_string(options_.precision)) +
+                              " kernels (bits) conv " +
+                              shape_string(Shape(conv_out.begin() + 1, conv_out.end())) +
+                              " weights " + std::to_string(sparse_weights_digest());
+    const planner::Decision d =
+        planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
+    plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
+    return impls[d.chosen];
   }
 
   // The decision that runs candidate `name`, or kInvalidArgument naming the candidates.

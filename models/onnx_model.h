@@ -63,6 +63,12 @@ struct OnnxModelOptions {
   // avx512_bf16 vdpbf16ps"): nothing measured, nothing cached. Empty: the planner chooses. A name
   // that is not a candidate on this backend and CPU is rejected with the list of candidates.
   std::string fused_candidate;
+  // The model's plan file (e.g. <repository>/<model>/<version>/kaas_plan.tsv): the decisions that
+  // change bits -- the sparse plan's timings, the 16-bit first-layer kernels -- are made once
+  // per model and kept there; every process that loads the model reads them, the first one
+  // measures under the file's lock (kernels/planner.h, docs/reproducibility.md). Empty: this
+  // machine's planner cache only.
+  std::string plan_file;
   SparsePlan sparse = SparsePlan::kAuto;
 };
 

@@ -11,6 +11,7 @@
 
 #include "kaas/backends/backend.h"
 #include "kaas/common/error.h"
+#include "kaas/models/model_registry.h"
 #include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
 #include "kaas/server_adapter/core/batch_pipeline.h"
@@ -30,7 +31,7 @@ int list_backends() {
 
 struct Args {
   std::string model_path, backend_name = "auto", output_dir, fused = "auto", precision = "fp32",
-                          sparse = "auto";
+                          sparse = "auto", plan_file;
   std::vector<std::string> inputs;  // NAME=file.npy
   int64_t batch = 0;
   int repeat = 1;
@@ -60,6 +61,11 @@ void add_options(CLI::App& app, Args& args) {
       ->check(CLI::IsMember({"auto", "dense", "sparse"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  app.add_option("--plan-file", args.plan_file,
+                 "the model's plan file: the decisions that change bits (the sparse plan's "
+                 "timings, the 16-bit kernels), made once per model and read by every process "
+                 "(default: kaas_plan.tsv beside the model, as kaas-server; off: this machine's "
+                 "planner cache only)");
   app.add_flag("--list-backends", args.list, "list the compiled backends and exit");
   app.add_flag("--describe", args.describe, "print the execution plan");
 }
@@ -100,6 +106,10 @@ kaas::models::OnnxModelOptions model_options(const Args& args, int64_t total) {
   options.fused_slab_bytes = args.slab_kib * 1024;
   options.precision = kaas::models::precision_from_string(args.precision, "--precision");
   options.sparse = kaas::models::sparse_plan_from_string(args.sparse, "--sparse");
+  if (args.plan_file != "off")
+    options.plan_file = args.plan_file.empty()
+                            ? (path.parent_path() / kaas::models::kModelPlanFilename).string()
+                            : args.plan_file;
   return options;
 }
 

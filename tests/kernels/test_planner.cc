@@ -162,6 +162,59 @@ TEST_F(PlannerTest, AnUnwritableCacheCostsOnlyTheTrial) {
   EXPECT_EQ(planner::cache_path(), "");
 }
 
+// A model's plan file: the first process measures under the file's lock; one that loads the
+// model meanwhile waits and takes that decision without running its own trial, whatever its
+// timings would say; the entry applies on any CPU and names the CPU it was measured on.
+TEST_F(PlannerTest, APlanFileDecisionIsMadeOnceAndWaitedFor) {
+  const std::string plan = (dir_ / "model" / "1" / "kaas_plan.tsv").string();
+  std::vector<int> first_runs(2, 0), second_runs(2, 0);
+  auto timed = [](std::vector<int>& runs, int slow) {
+    std::vector<planner::Candidate> list;
+    for (int i = 0; i < 2; ++i)
+      list.push_back({i == 0 ? "a" : "b", [&runs, i, slow] {
+                        ++runs[size_t(i)];
+                        std::this_thread::sleep_for(std::chrono::milliseconds(i == slow ? 40 : 1));
+                      }});
+    return list;
+  };
+  planner::Decision first, second;
+  std::thread measuring([&] {
+    first = planner::choose("sparse m", timed(first_runs, 0), planner::Mode::kMeasure, {}, plan);
+  });
+  // Starts once the first holds the lock (it has begun its trial).
+  while (first_runs[0] + first_runs[1] == 0) std::this_thread::yield();
+  second = planner::choose("sparse m", timed(second_runs, 1), planner::Mode::kMeasure, {}, plan);
+  measuring.join();
+  EXPECT_EQ(first.chosen_name, "b");
+  EXPECT_FALSE(first.from_plan_file);
+  EXPECT_TRUE(first.plan_file_written);
+  EXPECT_EQ(second.chosen_name, "b") << "its own trial would have chosen a";
+  EXPECT_TRUE(second.from_plan_file);
+  ASSERT_EQ(second.ms.size(), first.ms.size());
+  for (size_t i = 0; i < first.ms.size(); ++i)  // as written: six significant digits
+    EXPECT_NEAR(second.ms[i], first.ms[i], 1e-5 * first.ms[i]) << i;
+  EXPECT_EQ(second_runs, (std::vector<int>{0, 0}));
+  EXPECT_EQ(second.measured_on, first.measured_on);
+  EXPECT_NE(second.describe("sparse m").find("the model's plan file; measured on"),
+            std::string::npos)
+      << second.describe("sparse m");
+  std::ifstream in(plan);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line.rfind("any CPU|kaas ", 0), 0u) << line;
+  EXPECT_NE(line.find("\t" + first.measured_on), std::string::npos) << line;
+  EXPECT_EQ(file_text(), "") << "the machine's cache is not written";
+}
+
+TEST_F(PlannerTest, AnUnwritablePlanFileIsReported) {
+  const auto list = sleepers({5, 1});
+  const auto d = planner::choose("point E", list, planner::Mode::kMeasure, {},
+                                 "/proc/kaas-cannot-write/kaas_plan.tsv");
+  EXPECT_EQ(d.chosen, 1u);
+  EXPECT_FALSE(d.plan_file_written);
+  EXPECT_NE(d.describe("point E").find("could not be written"), std::string::npos);
+}
+
 TEST(PlannerMode, ReadsKaasPlannerAndRejectsOtherValues) {
   const char* old = std::getenv("KAAS_PLANNER");
   const std::string saved = old == nullptr ? "" : old;

@@ -7,12 +7,15 @@
 // machine that runs the tests checks the promise across machines.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kaas/backends/backend.h"
@@ -136,6 +139,57 @@ TEST(Reproducibility, ARowsBitsDoNotDependOnBatchThreadsBackendPlanOrMaxBatch) {
         }
       }
     }
+  }
+}
+
+// The sparse plan (other bits than the dense one) is taken patch by patch by timings that belong
+// to the model: two loads standing for two processes -- another backend, max batch and thread
+// count, the process memory of decisions forgotten between them -- share the model's plan file:
+// the second reads the first's timings, and every patch gets the same bits in both, alone or in
+// a batch.
+TEST(Reproducibility, SparseAutoTakesTheModelsPlanFileSoProcessesAgree) {
+  const auto patches = test_patches();
+  const Spelling& s = spellings()[0];
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kaas_reproducibility_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto load_auto = [&](const char* backend, int64_t max_batch) {
+    models::OnnxModelOptions options;
+    options.max_batch = max_batch;
+    options.planner = planner::Mode::kMeasure;
+    options.sparse = models::SparsePlan::kAuto;
+    options.plan_file = (dir / "kaas_plan.tsv").string();
+    planner::forget_process_decisions();
+    return models::make_onnx_model(s.proto, find_backend(backend), options);
+  };
+  auto sparse_line = [](const models::Model& model) {
+    for (const auto& line : model.describe())
+      if (line.rfind("sparse planner:", 0) == 0) return line;
+    return std::string("(none)");
+  };
+  std::vector<std::vector<std::vector<std::byte>>> batched, alone;
+  for (const auto& [backend, max_batch, threads] :
+       {std::tuple<const char*, int64_t, int>{"openmp", kPatches, 2}, {"serial", 4, 1}}) {
+    const OmpThreadsForTest omp(threads);
+    const auto model = load_auto(backend, max_batch);
+    SCOPED_TRACE(std::string(backend) + ": " + sparse_line(*model));
+    EXPECT_EQ(sparse_line(*model).find("the model's plan file") != std::string::npos,
+              std::string(backend) == "serial");
+    std::vector<std::vector<std::byte>> rows;
+    for (int64_t first = 0; first < kPatches; first += max_batch) {
+      const auto part = run_rows(*model, s, patches, first, std::min(max_batch, kPatches - first));
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    batched.push_back(rows);
+    alone.emplace_back();
+    for (int64_t i = 0; i < kPatches; ++i)
+      alone.back().push_back(run_rows(*model, s, patches, i, 1)[0]);
+  }
+  std::filesystem::remove_all(dir);
+  for (int64_t i = 0; i < kPatches; ++i) {
+    EXPECT_EQ(batched[0][size_t(i)], batched[1][size_t(i)]) << "patch " << i;
+    EXPECT_EQ(batched[0][size_t(i)], alone[0][size_t(i)]) << "patch " << i;
+    EXPECT_EQ(batched[1][size_t(i)], alone[1][size_t(i)]) << "patch " << i;
   }
 }
 
