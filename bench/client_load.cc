@@ -24,6 +24,7 @@
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
 #include "kaas/common/error.h"
+#include "kaas/models/npy.h"
 
 namespace {
 
@@ -31,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 using kaas::client::InferenceClient;
 
 struct Args {
-  std::string servers, model = "emtrkmichelid", repository, input = "main_input";
+  std::string servers, model = "emtrkmichelid", repository, input = "main_input", patches;
   int clients = 8, batch = 1, retries = 4, backoff_ms = 50, probe_ms = 500, deadline_ms = 0;
   double work_ms = 0;
   double seconds = 10;
@@ -68,6 +69,11 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--model", a.model, "model name (batched, one FP32 input)");
   app.add_option("--input", a.input, "the model's FP32 input");
+  app.add_option("--patches", a.patches,
+                 "rows of the input from this .npy (FP32, the input's shape per row; cycled), "
+                 "e.g. zero-suppressed patches that take the sparse plan (default: noise "
+                 "everywhere)")
+      ->check(CLI::ExistingFile);
   app.add_option("--clients", a.clients, "concurrent callers")->check(CLI::Range(1, 1024));
   app.add_option("--batch", a.batch, "patches per call")->check(CLI::Range(1, 4096));
   app.add_option("--seconds", a.seconds, "duration")->check(CLI::Range(0.1, 3600.0));
@@ -105,8 +111,29 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::vector<float>>> expected(kInputs);
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> adc(-5.f, 15.f);
+    std::vector<float> rows;  // --patches
+    if (!a.patches.empty()) {
+      const kaas::models::HostTensor file = kaas::models::read_npy(a.patches, a.input);
+      if (file.dtype != kaas::models::DataType::kFloat32 || file.shape.empty() ||
+          file.shape[0] == 0 ||
+          std::vector<int64_t>(file.shape.begin() + 1, file.shape.end()) !=
+              std::vector<int64_t>(shape.begin() + 1, shape.end()))
+        throw kaas::Error(kaas::ErrorCode::kInvalidArgument,
+                          "--patches " + a.patches + ": expected FP32 rows of the input's shape");
+      const auto values_of = file.values<float>();
+      rows.assign(values_of.begin(), values_of.end());
+    }
     for (int k = 0; k < kInputs; ++k) {
-      for (float& v : inputs[size_t(k)]) v = adc(rng);
+      auto& in = inputs[size_t(k)];
+      if (rows.empty()) {
+        for (float& v : in) v = adc(rng);
+      } else {  // rows k * batch, k * batch + 1, ... of the file, cycled
+        const size_t row_values = in.size() / size_t(a.batch), file_rows = rows.size() / row_values;
+        for (size_t r = 0; r < size_t(a.batch); ++r)
+          std::copy_n(
+              rows.begin() + std::ptrdiff_t((size_t(k * a.batch) + r) % file_rows * row_values),
+              row_values, in.begin() + std::ptrdiff_t(r * row_values));
+      }
       reference->set_input<float>(a.input, inputs[size_t(k)], shape);
       const auto result = reference->run();
       for (const auto& out : spec.outputs) {
