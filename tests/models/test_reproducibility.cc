@@ -142,6 +142,39 @@ TEST(Reproducibility, ARowsBitsDoNotDependOnBatchThreadsBackendPlanOrMaxBatch) {
   }
 }
 
+// bf16 and fp16 (the fused plan; their own bits, one class per precision and tier): a row's bits
+// do not depend on its batch, the thread count, the backend or the max batch either.
+TEST(Reproducibility, SixteenBitRowsDoNotDependOnBatchThreadsBackendOrMaxBatch) {
+  const auto patches = test_patches();
+  for (auto precision : {models::Precision::kBf16, models::Precision::kFp16}) {
+    for (const Spelling& s : {spellings()[0], spellings()[2]}) {  // Keras (= tf2onnx), PyTorch
+      SCOPED_TRACE(std::string(name_of(s.style)) + " " + std::string(models::to_string(precision)));
+      std::vector<std::vector<std::byte>> alone;
+      {
+        const auto model = load(s, "serial", models::FusedPlan::kRequire, 1, precision);
+        for (int64_t i = 0; i < kPatches; ++i)
+          alone.push_back(run_rows(*model, s, patches, i, 1)[0]);
+      }
+      for (const char* backend : {"serial", "openmp"}) {
+        for (int64_t max_batch : {int64_t(12), int64_t(256)}) {
+          const auto model = load(s, backend, models::FusedPlan::kRequire, max_batch, precision);
+          for (int threads :
+               std::string(backend) == "openmp" ? std::vector{1, 2, 3} : std::vector{1}) {
+            const OmpThreadsForTest omp(threads);
+            for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, kPatches}, {4, 3}}) {
+              const auto rows = run_rows(*model, s, patches, first, count);
+              for (int64_t r = 0; r < count; ++r)
+                EXPECT_EQ(rows[size_t(r)], alone[size_t(first + r)])
+                    << backend << ", max batch " << max_batch << ", " << threads
+                    << " threads: patch " << first + r << " at row " << r << " of " << count;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The sparse plan (other bits than the dense one) is taken patch by patch by timings that belong
 // to the model: two loads standing for two processes -- another backend, max batch and thread
 // count, the process memory of decisions forgotten between them -- share the model's plan file:
