@@ -131,17 +131,23 @@ def main():
     write_repository(args.make_repository, triton_repo, "triton")
     write_repository(args.make_repository, kaas_repo, "kaas")
     write_extra_models(triton_repo)
-    # The measuring planner, as in production: the bits must not depend on it. Triton's load
-    # measures and writes each model's plan file; kaas-server's copy of the repository gets those
-    # files (as a site ships a measured plan with its models) and kaas-infer reads them beside the
-    # model, so the sparse plan's timings are the same in every process.
+    # The measuring planner, as in production: the bits must not depend on it. As a site ships a
+    # measured plan with its models, EmTrkMichelId's plan file is made once (kaas-infer writes it
+    # beside the model) and copied to every copy of the model (emtrk_auto, emtrk_two, kaas-server's
+    # repository); Triton's load measures the others, and kaas-server's repository gets those too.
     os.environ["KAAS_PLANNER"] = "measure"
+    in_process(args.infer, triton_repo / EMTRK / "1" / "model.onnx",
+               np.zeros((4, 48, 48, 1), np.float32), tmp, 4)
+    plan = triton_repo / EMTRK / "1" / "kaas_plan.tsv"
+    check(plan.is_file(), "kaas-infer wrote EmTrkMichelId's plan file beside the model")
+    for copy in (triton_repo / "emtrk_auto", triton_repo / "emtrk_two", kaas_repo / EMTRK):
+        shutil.copy(plan, copy / "1" / plan.name)
     triton = TritonServer(triton_repo, args.backend_dir,
                           ["--model-control-mode=explicit", "--load-model=*", "--exit-on-error=false",
                            "--log-verbose=1", "--backend-config=kaas,threads=2"], wait_ready=False)
-    for plan in triton_repo.glob("*/1/kaas_plan.tsv"):
-        if (kaas_repo / plan.parent.parent.name / "1").is_dir():
-            shutil.copy(plan, kaas_repo / plan.parent.parent.name / "1" / plan.name)
+    for measured in triton_repo.glob("*/1/kaas_plan.tsv"):
+        if (kaas_repo / measured.parent.parent.name / "1").is_dir():
+            shutil.copy(measured, kaas_repo / measured.parent.parent.name / "1" / measured.name)
     kaas = KaasServer(args.server, kaas_repo)
     try:
         run(triton, kaas, triton_repo, tmp, args)
@@ -323,7 +329,6 @@ def run(triton, kaas, repo, tmp, args):
     check(cfg["max_batch_size"] == 4 and [i["name"] for i in cfg["input"]] == ["main_input"] and
           "dynamic_batching" in cfg, f"emtrk_auto completed: max_batch_size {cfg['max_batch_size']}, inputs, dynamic batching")
     p4 = patches[:4]
-    # Its own folder, its own plan file (the sparse plan's timings measured at its load).
     ref4 = dict(zip(EMTRK_OUTPUTS, in_process(args.infer, repo / "emtrk_auto" / "1" / "model.onnx", p4, tmp, 4)))
     check(same(infer(tg, grpcclient, "emtrk_auto", {"main_input": p4}, EMTRK_OUTPUTS), ref4),
           "emtrk_auto serves batch 4: == in-process kaas planned for max batch 4, bit for bit")
