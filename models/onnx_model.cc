@@ -348,7 +348,7 @@ class OnnxModel final : public OnnxDeviceModel {
     plan_.insert(plan_.end() - 1, rule);
   }
 
-  static constexpr int64_t kSparseTrialRows = 256;
+  static constexpr int64_t kSparseTrialRows = 64;
 
   // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input,
   // measured by the planner (kernels/planner.h) and cached with its decisions, so every process

@@ -403,7 +403,7 @@ TEST(EmTrkPlanner, TheSparseChoiceIsMadePatchByPatch) {
   EXPECT_GT(net->sparse_full_row_s, net->sparse_empty_row_s);
   const auto plan = model->describe();
   EXPECT_TRUE(std::any_of(plan.begin(), plan.end(), [](const std::string& line) {
-    return line.rfind("sparse planner: 256 rows in batches of 4: dense ", 0) == 0;
+    return line.rfind("sparse planner: 64 rows in batches of 4: dense ", 0) == 0;
   }));
   // Patches 0 and 2 empty but for one charged pixel, 1 and 3 charged everywhere.
   std::vector<float> x = random_floats(batch * values, 77, 0.5f, 15.0f);
