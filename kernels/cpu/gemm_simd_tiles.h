@@ -78,34 +78,19 @@ void tile_rows(int mr, const float* a, int64_t lda, const float* b, int64_t ldb,
   }
 }
 
-// A tile of `vecs` (1..V::kTileVectors) vectors.
+// A tile of `vecs` (1..V::kTileVectors) vectors. `chain` (with alpha 1): continue y's chain;
+// else sum this K range from zero and add it to y (a K chunk: alpha 1 adds exactly).
 template <class V, int NV = V::kTileVectors>
 void tile_vectors(int vecs, int mr, const float* a, int64_t lda, const float* b, int64_t ldb,
-                  float* y, int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e) {
+                  float* y, int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e,
+                  bool chain = true) {
   if constexpr (NV > 1) {
     if (vecs < NV)
-      return tile_vectors<V, NV - 1>(vecs, mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile_vectors<V, NV - 1>(vecs, mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e, chain);
   }
-  if (alpha == 1.0f) return tile_rows<V, NV, true>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+  if (chain && alpha == 1.0f)
+    return tile_rows<V, NV, true>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
   tile_rows<V, NV, false>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
-}
-
-// y = y + s (a multiply by one: exact, so the sum's single rounding) on an mr x vecs tile, then
-// the activation after the last chunk; s is cleared for the next chunk.
-template <class V>
-void add_chunk(float* y, int64_t ldy, float* s, int64_t lds, int mr, int vecs, bool last,
-               const Epilogue& e) {
-  const auto one = V::broadcast(1.0f);
-  for (int r = 0; r < mr; ++r) {
-    for (int v = 0; v < vecs; ++v) {
-      float* p = y + r * ldy + V::kLanes * v;
-      float* q = s + r * lds + V::kLanes * v;
-      auto out = V::fmadd(one, V::load(q), V::load(p));
-      if (last) out = V::activate(out, e);
-      V::store(p, out);
-      V::store(q, V::zero());
-    }
-  }
 }
 
 // Few rows (a batch-1 dense layer: B is megabytes, each element used once) and K in chunks: each
@@ -179,7 +164,7 @@ void gemm(const GemmRowMajorArgs& g) {
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
   // K in chunks (alpha 1): each chunk summed from zero, then added to y in order.
   const bool chunked = g.k_chunk > 0 && g.k > 0 && g.alpha == 1.0f;
-  const int64_t chunks = chunked ? (g.k + g.k_chunk - 1) / g.k_chunk : 1;
+  [[maybe_unused]] const int64_t chunks = chunked ? (g.k + g.k_chunk - 1) / g.k_chunk : 1;
   // Inside an active parallel region the call stays on the calling thread (as launch()).
   // Threads take contiguous runs of panels (column blocks); K is split over them only by whole
   // chunks, whose sums are added in chunk order whatever the thread count.
@@ -189,9 +174,6 @@ void gemm(const GemmRowMajorArgs& g) {
       chunks >= 2 * openmp::requested_team() && openmp::requested_team() > 1)
     return gemm_few_rows_chunks<V>(g, chunks);
 #endif
-  thread_local std::vector<float> chunk_sum;  // the caller's: [m][n], one chunk's running sums
-  if (chunked) chunk_sum.assign(size_t(g.m * g.n), 0.0f);
-  float* const sums = chunk_sum.data();
 #if defined(_OPENMP)
 #pragma omp parallel if (parallel) num_threads(openmp::requested_team())
 #endif
@@ -203,43 +185,26 @@ void gemm(const GemmRowMajorArgs& g) {
     const int64_t threads = 1, t = 0;
 #endif
     const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
-    const Epilogue none{};
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const int64_t k_begin = chunked ? chunk * g.k_chunk : 0;
-      const int64_t k_end = chunked ? std::min(g.k, k_begin + g.k_chunk) : g.k;
-      for (int64_t k0 = k_begin; k0 < k_end || (k0 == 0 && g.k == 0); k0 += kDepth) {
-        const int64_t kc = std::min(kDepth, k_end - k0);
-        const bool last = !chunked && k0 + kDepth >= g.k;
-        for (int64_t tile_index = first; tile_index < end; ++tile_index) {
-          const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
-          const int64_t r0 = block * kRows, c0 = panel * cols;
-          const int mr = int(std::min(kRows, g.m - r0));
-          const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
-          const float* a = g.a + r0 * g.lda + k0;
-          const float* b = g.b_packed != nullptr
-                               ? g.b_packed + c0 / kPanelColumns * g.b_panel_stride +
-                                     k0 * kPanelColumns + c0 % kPanelColumns
-                               : g.b + k0 * g.ldb + c0;
-          const int64_t ldb = g.b_packed != nullptr ? kPanelColumns : g.ldb;
-          if (chunked)
-            tile_vectors<V>(vecs, mr, a, g.lda, b, ldb, sums + r0 * g.n + c0, g.n, kc, 1.0f, false,
-                            none);
-          else
-            tile_vectors<V>(vecs, mr, a, g.lda, b, ldb, g.y + r0 * g.ldy + c0, g.ldy, kc, g.alpha,
-                            last, g.epilogue);
-        }
-        if (g.k == 0) break;
-      }
-      if (!chunked) continue;
-      // Each thread adds the chunk sums of its own tiles: no other thread touches them.
+    // A chunk is one block: each tile sums it from zero in registers and adds the sum to y (its
+    // B rows, a conv row's K for the first dense layer, stay in the L2 across the row blocks).
+    const int64_t depth = chunked ? g.k_chunk : kDepth;
+    for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += depth) {
+      const int64_t kc = std::min(depth, g.k - k0);
+      const bool last = k0 + depth >= g.k;
       for (int64_t tile_index = first; tile_index < end; ++tile_index) {
         const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
         const int64_t r0 = block * kRows, c0 = panel * cols;
-        add_chunk<V>(g.y + r0 * g.ldy + c0, g.ldy, sums + r0 * g.n + c0, g.n,
-                     int(std::min(kRows, g.m - r0)),
-                     int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes)),
-                     chunk + 1 == chunks, g.epilogue);
+        const int mr = int(std::min(kRows, g.m - r0));
+        const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
+        const float* b = g.b_packed != nullptr
+                             ? g.b_packed + c0 / kPanelColumns * g.b_panel_stride +
+                                   k0 * kPanelColumns + c0 % kPanelColumns
+                             : g.b + k0 * g.ldb + c0;
+        const int64_t ldb = g.b_packed != nullptr ? kPanelColumns : g.ldb;
+        tile_vectors<V>(vecs, mr, g.a + r0 * g.lda + k0, g.lda, b, ldb, g.y + r0 * g.ldy + c0,
+                        g.ldy, kc, g.alpha, last, g.epilogue, !chunked);
       }
+      if (g.k == 0) break;
     }
   }
 }
