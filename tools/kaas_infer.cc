@@ -57,7 +57,8 @@ void add_options(CLI::App& app, Args& args) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--sparse", args.sparse,
                  "auto, dense or sparse: the fused plan skipping the conv windows that see only "
-                 "zeros (auto: per batch, from its occupancy and the timings taken at load)")
+                 "zeros (auto: per patch, from its occupancy and the model's timings in its plan "
+                 "file)")
       ->check(CLI::IsMember({"auto", "dense", "sparse"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "kaas/backends/buffer.h"
 #include "kaas/common/error.h"
@@ -47,8 +48,10 @@ std::vector<HostTensor> inputs_of(const Event& e) {
           HostTensor::make<float>("hit_tick", DataType::kFloat32, {hits}, e.tick)};
 }
 
-// Per-hit scores equal the CNN run on the patches extract_patches makes for the same hits (to
-// 1e-5: the chunk size changes the fused plan's slab partition, so the summation order).
+// Per-hit scores equal the CNN run on the patches extract_patches makes for the same hits: bit for
+// bit on the CPU backends and gpu_emu (the chunk size changes the fused plan's slab partition,
+// which changes no bits: docs/reproducibility.md); to 1e-5 on the GPUs, which the contract does
+// not cover.
 TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
   const Backend& backend = *GetParam();
   const Event e = make_event(17);
@@ -80,10 +83,12 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
           ->run(std::vector{HostTensor::make<float>("main_input", DataType::kFloat32,
                                                     {hits, 48, 48, 1}, host_patches)});
   const auto scores = out[0].values<float>();
+  const std::string_view name = backend.name();
+  const double tolerance = name == "cuda" || name == "hip" ? 1e-5 : 0.0;
   for (int64_t h = 0; h < hits; ++h) {
     for (int k = 0; k < 3; ++k)
-      EXPECT_NEAR(scores[h * 4 + k], reference[0].values<float>()[h * 3 + k], 1e-5) << h;
-    EXPECT_NEAR(scores[h * 4 + 3], reference[1].values<float>()[h], 1e-5) << h;
+      EXPECT_NEAR(scores[h * 4 + k], reference[0].values<float>()[h * 3 + k], tolerance) << h;
+    EXPECT_NEAR(scores[h * 4 + 3], reference[1].values<float>()[h], tolerance) << h;
     EXPECT_EQ(out[1].values<uint8_t>()[h], host_fiducial[h]) << h;
     const float sum = scores[h * 4] + scores[h * 4 + 1] + scores[h * 4 + 2];
     EXPECT_NEAR(sum, 1.0f, 1e-5);

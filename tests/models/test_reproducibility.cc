@@ -22,6 +22,7 @@
 #include "kaas/backends/cpu/cpu_features.h"
 #include "kaas/kernels/planner.h"
 #include "kaas/models/emtrk_onnx_generator.h"
+#include "kaas/models/knn_model.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
@@ -223,6 +224,37 @@ TEST(Reproducibility, SparseAutoTakesTheModelsPlanFileSoProcessesAgree) {
     EXPECT_EQ(batched[0][size_t(i)], batched[1][size_t(i)]) << "patch " << i;
     EXPECT_EQ(batched[0][size_t(i)], alone[0][size_t(i)]) << "patch " << i;
     EXPECT_EQ(batched[1][size_t(i)], alone[1][size_t(i)]) << "patch " << i;
+  }
+}
+
+// The default repository's kNN model: ragged events (one of each size from 1 to 40 points, and
+// 600 in one), methods auto, brute force and binned: the same indices and distances on
+// serial, on openmp with 1 to 3 threads and on gpu_emu.
+TEST(Reproducibility, KnnRowsDoNotDependOnThreadsOrBackend) {
+  std::vector<int64_t> splits{0};
+  for (int64_t size = 1; size <= 40; ++size) splits.push_back(splits.back() + size);
+  splits.push_back(splits.back() + 600);
+  const int64_t n = splits.back(), dims = 3;
+  const std::vector<float> points = random_floats(n * dims, 31, -50.0f, 50.0f);
+  const std::vector<models::HostTensor> inputs{
+      models::HostTensor::make<float>("points", models::DataType::kFloat32, {n, dims}, points),
+      models::HostTensor::make<int64_t>("row_splits", models::DataType::kInt64,
+                                        {int64_t(splits.size())}, splits)};
+  for (KnnMethod method : {KnnMethod::kAuto, KnnMethod::kBruteForce, KnnMethod::kBinned}) {
+    models::KnnModelOptions options;
+    options.method = method;
+    std::vector<std::vector<std::byte>> first;
+    for (const char* backend : {"serial", "openmp", "gpu_emu"}) {
+      const auto model = models::make_knn_model(find_backend(backend), options);
+      for (int threads : std::string(backend) == "openmp" ? std::vector{1, 2, 3} : std::vector{1}) {
+        const OmpThreadsForTest omp(threads);
+        std::vector<std::vector<std::byte>> got;
+        for (const auto& tensor : model->run(inputs)) got.push_back(tensor.bytes);
+        if (first.empty()) first = got;
+        EXPECT_EQ(got, first) << "method " << int(method) << ", " << backend << ", " << threads
+                              << " threads";
+      }
+    }
   }
 }
 
