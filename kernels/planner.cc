@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,9 +52,16 @@ std::string cache_key(const std::string& point, std::span<const Candidate> candi
   return key;
 }
 
+// A plan file or cache holds a few hundred short lines; anything larger is not one of ours and is
+// read as empty (the next write replaces it), never loaded whole.
+constexpr std::uintmax_t kMaxCacheBytes = 1 << 20;
+
 // Lines "key \t chosen \t ms,ms,... [\t cpu]"; malformed ones are skipped.
 std::map<std::string, Entry> read_cache(const std::string& path) {
   std::map<std::string, Entry> entries;
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxCacheBytes) return entries;
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {

@@ -215,6 +215,21 @@ TEST_F(PlannerTest, AnUnwritablePlanFileIsReported) {
   EXPECT_NE(d.describe("point E").find("could not be written"), std::string::npos);
 }
 
+TEST_F(PlannerTest, AnOversizedPlanFileIsNotReadAndIsReplaced) {
+  const std::string plan = (dir_ / "big" / "kaas_plan.tsv").string();
+  fs::create_directories(dir_ / "big");
+  {
+    std::ofstream out(plan);
+    const std::string line(1000, 'x');
+    for (int i = 0; i < 1100; ++i) out << line << "\tb\t1,2\n";  // over 1 MiB
+  }
+  const auto list = sleepers({5, 1});
+  const auto d = planner::choose("point F", list, planner::Mode::kMeasure, {}, plan);
+  EXPECT_FALSE(d.from_plan_file);
+  EXPECT_EQ(d.chosen, 1u);
+  EXPECT_LT(fs::file_size(plan), 4096u) << "replaced by this decision alone";
+}
+
 TEST(PlannerMode, ReadsKaasPlannerAndRejectsOtherValues) {
   const char* old = std::getenv("KAAS_PLANNER");
   const std::string saved = old == nullptr ? "" : old;

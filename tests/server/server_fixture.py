@@ -2,6 +2,7 @@
 backend) started on free loopback ports and stopped (SIGTERM) afterwards, the default repository
 written for it, and the check/failure tally."""
 import importlib.util
+import argparse
 import os
 import pathlib
 import re
@@ -35,6 +36,16 @@ def expect_error(what, call, fragment, codes):
         status = str(e.status())
         ok = any(c in status for c in codes) and fragment in e.message()
         check(ok, f"{what}: {status} '{e.message()[:140]}'")
+
+
+def fleet_arguments():
+    """The command line of the tests that drive kaas-servers with kaas-client-load:
+    --server BIN --make-repository BIN --client-load BIN."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--make-repository", required=True)
+    parser.add_argument("--client-load", required=True)
+    return parser.parse_args()
 
 
 def write_repository(make_repository_bin, directory, target="kaas"):

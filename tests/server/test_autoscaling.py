@@ -13,7 +13,6 @@ and machines; the shipped 20 ms is for production-sized requests.
 
 Usage: test_autoscaling.py --server BIN --make-repository BIN --client-load BIN
 """
-import argparse
 import json
 import math
 import pathlib
@@ -28,7 +27,7 @@ import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
-from server_fixture import check, failures, free_ports, write_repository  # noqa: E402
+from server_fixture import check, failures, fleet_arguments, free_ports, write_repository  # noqa: E402
 from test_failover import Fleet, Load, answers_ok  # noqa: E402
 
 POLL_S = 1.0
@@ -183,11 +182,7 @@ def direct_ratio(samples, start, end):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--make-repository", required=True)
-    parser.add_argument("--client-load", required=True)
-    args = parser.parse_args()
+    args = fleet_arguments()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-autoscaling-"))
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)

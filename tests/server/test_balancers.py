@@ -9,7 +9,6 @@ takes traffic, kill -9 of one of two under load fails no call.
 
 Usage: test_balancers.py --server BIN --make-repository BIN --client-load BIN
 """
-import argparse
 import pathlib
 import shutil
 import signal
@@ -19,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_fixture import check, failures, free_ports, write_repository  # noqa: E402
+from server_fixture import check, failures, fleet_arguments, free_ports, write_repository  # noqa: E402
 from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
 from test_failover import Fleet, Load, answers_ok  # noqa: E402
 
@@ -100,11 +99,7 @@ def nginx(fleet, repo, args, tmp):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--make-repository", required=True)
-    parser.add_argument("--client-load", required=True)
-    args = parser.parse_args()
+    args = fleet_arguments()
     for tool in ("haproxy", "nginx"):
         if not (shutil.which(tool) or pathlib.Path(f"/usr/sbin/{tool}").exists()):
             print(f"FAIL  {tool} is not installed (scripts/install_deps.sh installs it)")

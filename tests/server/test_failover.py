@@ -12,7 +12,6 @@ RemoteClient callers, answers compared with in-process kaas), on loopback, bound
 
 Usage: test_failover.py --server BIN --make-repository BIN --client-load BIN
 """
-import argparse
 import json
 import pathlib
 import re
@@ -25,7 +24,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_fixture import KaasServer, check, failures, free_ports, stop_all, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, fleet_arguments, free_ports, stop_all, write_repository  # noqa: E402
 
 MODEL = "emtrkmichelid"
 DRAIN_SECONDS = 2
@@ -136,11 +135,7 @@ def wait_ready(server):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--make-repository", required=True)
-    parser.add_argument("--client-load", required=True)
-    args = parser.parse_args()
+    args = fleet_arguments()
     repo = pathlib.Path(tempfile.mkdtemp(prefix="kaas-failover-")) / "repo"
     write_repository(args.make_repository, repo)
     fleet = Fleet(args.server, repo, 3)

@@ -8,7 +8,6 @@ share the model's plan file: one measures, the other reads its decisions.
 
 Usage: test_reproducibility.py --server BIN --make-repository BIN --client-load BIN
 """
-import argparse
 import json
 import os
 import pathlib
@@ -19,7 +18,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_fixture import KaasServer, check, failures, stop_all, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, fleet_arguments, stop_all, write_repository  # noqa: E402
 
 
 def mixed_patches(path):
@@ -39,11 +38,7 @@ def mixed_patches(path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--make-repository", required=True)
-    parser.add_argument("--client-load", required=True)
-    args = parser.parse_args()
+    args = fleet_arguments()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-reproducibility-"))
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
