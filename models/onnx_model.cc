@@ -737,9 +737,10 @@ class OnnxModel final : public OnnxDeviceModel {
     }
   }
 
-  // fp32 on a CPU backend with a fast GEMM path: op(W1) packed in column panels once, so a
-  // thread streams its own columns of the first dense layer's weights (batch 1 reads each
-  // weight once); the same values, so the same bits.
+  // fp32 on a CPU backend with a fast GEMM path: op(W1) packed in column panels once, so above
+  // a few rows (where threads split columns) a thread streams its own panel of the first dense
+  // layer's weights; batch 1 splits K by chunks and reads W1 as stored. The same values, so the
+  // same bits; the cost is a second copy of W1 in host memory (47.6 MB for EmTrkMichelId).
   void pack_dense1_panels() {
     const BackendId id = queue_.backend_id();
     if ((id != BackendId::kSerial && id != BackendId::kOpenmp) ||
