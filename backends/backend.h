@@ -86,7 +86,7 @@ class Backend {
 std::span<const Backend* const> compiled_backends();
 // Throws kNotFound naming the known backends when `name` is not compiled in.
 const Backend& find_backend(std::string_view name);
-// "auto": the available backend of highest preference in KAAS_BACKEND_LIST (cuda, hip, openmp,
+// "auto": the available backend of highest preference in KAAS_BACKEND_LIST (cuda, hip, openmp, tbb,
 // serial; gpu_emu is for tests only).
 const Backend& default_backend();
 // "auto, serial, openmp, ...": the names --backend accepts in this build, for help texts.

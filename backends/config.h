@@ -22,6 +22,15 @@
 #define KAAS_BACKEND_LAUNCH_HEADER "kaas/backends/cpu/launch_openmp.h"
 #endif
 
+#if defined(KAAS_BACKEND_TBB)
+#ifdef KAAS_BACKEND_NS
+#error "kaas: more than one backend selected (tbb and another)"
+#endif
+#define KAAS_BACKEND_NS tbb
+#define KAAS_BACKEND_IS_GPU 0
+#define KAAS_BACKEND_LAUNCH_HEADER "kaas/backends/cpu/launch_tbb.h"
+#endif
+
 #if defined(KAAS_BACKEND_GPU_EMU)
 #ifdef KAAS_BACKEND_NS
 #error "kaas: more than one backend selected (gpu_emu and another)"

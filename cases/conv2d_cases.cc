@@ -1,4 +1,5 @@
 #include "cases/conv2d_cases.h"
+#include "kaas/backends/backend_traits.h"
 
 #include <cmath>
 
@@ -106,8 +107,7 @@ double conv_tolerance(const ConvCase& c, double magnitude) {
 
 std::vector<Conv2dImpl> conv_simd_impls(const Backend& backend, const ConvCase& c) {
   std::vector<Conv2dImpl> impls;
-  if ((backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) ||
-      c.params.layout != Layout::kNHWC || c.params.groups != 1) {
+  if (!host_simd(backend.id()) || c.params.layout != Layout::kNHWC || c.params.groups != 1) {
     return impls;
   }
   if (conv2d_avx2_available()) impls.push_back(Conv2dImpl::kAvx2);

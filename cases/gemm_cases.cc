@@ -1,4 +1,5 @@
 #include "cases/gemm_cases.h"
+#include "kaas/backends/backend_traits.h"
 
 #include <cmath>
 
@@ -94,8 +95,7 @@ GemmImpl gemm_impl_from_name(std::string_view name) {
 std::vector<GemmImpl> gemm_impls_available(const Queue& queue) {
   std::vector<GemmImpl> impls = {GemmImpl::kPortable};
   if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
-  const BackendId id = queue.backend_id();
-  const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
+  const bool cpu = host_simd(queue.backend_id());
   if (cpu && gemm_avx512_available()) impls.push_back(GemmImpl::kAvx512);
   if (cpu && gemm_avx2_available()) impls.push_back(GemmImpl::kAvx2);
   return impls;

@@ -12,6 +12,7 @@
 #include "cases/guarded.h"
 #include "cases/reduced.h"
 #include "cases/reference.h"
+#include "kaas/backends/backend_traits.h"
 
 namespace kaas::cases {
 
@@ -102,7 +103,7 @@ Case reduced_case(const GemmCase& c, const std::string& types) {
   k.reduced_precision = true;
   k.impls = [c](const Backend& backend) {
     std::vector<std::string> names = {"auto", "portable"};
-    const bool cpu = backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp;
+    const bool cpu = host_simd(backend.id());
     if (std::is_same_v<T, bf16> && std::is_same_v<TY, float> && cpu && c.n % 16 == 0 &&
         gemm_avx512_bf16_available())
       names.emplace_back("avx512_bf16");

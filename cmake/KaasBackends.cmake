@@ -1,6 +1,7 @@
 # The backend list and single-source compilation: every `*.kern.cc` is compiled once per enabled backend, each time
 # with exactly one KAAS_BACKEND_* macro, into that backend's namespace.
-#   serial, openmp, gpu_emu: the host C++ compiler (openmp adds OpenMP flags)
+#   serial, openmp, tbb, gpu_emu: the host C++ compiler (openmp adds OpenMP flags; tbb's
+#        launches call host_team.cc, so its objects need no TBB headers)
 #   cuda: nvcc, through a generated one-line .cu that includes the source
 #   hip: hipcc -x hip, driven directly (CMake's HIP language needs a hip-lang package Debian
 #        lacks)
@@ -11,7 +12,7 @@
 
 # The backends, in the order of KAAS_BACKEND_LIST (backends/backend_list.h, checked by
 # test_core). serial and gpu_emu are always built; the others follow KAAS_ENABLE_<BACKEND>.
-set(KAAS_ALL_BACKENDS serial openmp gpu_emu cuda hip)
+set(KAAS_ALL_BACKENDS serial openmp tbb gpu_emu cuda hip)
 set(KAAS_ENABLE_SERIAL ON)
 set(KAAS_ENABLE_GPU_EMU ON)
 set(KAAS_BACKENDS)

@@ -110,9 +110,8 @@ View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
 template <class T>
 bool simd_applies(const Queue& queue, const View<const T, 4>& input, const View<T, 4>& output,
                   const Conv2dParams& params) {
-  const BackendId id = queue.backend_id();
-  return (id == BackendId::kSerial || id == BackendId::kOpenmp) && params.layout == Layout::kNHWC &&
-         params.groups == 1 && (input.extent[3] <= 1 || input.stride[3] == 1) &&
+  return host_simd(queue.backend_id()) && params.layout == Layout::kNHWC && params.groups == 1 &&
+         (input.extent[3] <= 1 || input.stride[3] == 1) &&
          (output.extent[3] <= 1 || output.stride[3] == 1);
 }
 
@@ -320,7 +319,7 @@ simd::Conv2dNhwcArgs simd_args(const Queue& queue, const View<const float, 4>& w
   a.pad_top = shape.pad_top;
   a.pad_left = shape.pad_left;
   a.epilogue = params.epilogue;
-  a.parallel = queue.backend_id() == BackendId::kOpenmp;
+  a.threads = traits_of(queue.backend_id()).threads;
   return a;
 }
 

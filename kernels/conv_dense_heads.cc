@@ -1,15 +1,10 @@
 #include "kaas/kernels/conv_dense_heads.h"
 
 #include <algorithm>
-#include <exception>
 #include <string>
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/kernels/detail/checks.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace kaas {
 
@@ -115,12 +110,7 @@ std::string_view to_string(ConvDenseHeadsSplit split) {
 }
 
 int conv_dense_heads_batch_threads(const Queue& queue) {
-#if defined(_OPENMP)
-  if (queue.backend_id() == BackendId::kOpenmp && !omp_in_parallel())
-    return openmp::requested_team();
-#endif
-  (void)queue;
-  return 1;
+  return host::team_size(traits_of(queue.backend_id()).threads);
 }
 
 int64_t conv_dense_heads_slab_rows(int64_t out_h, int64_t out_w, int64_t out_channels,
@@ -175,33 +165,21 @@ ConvDenseHeadsRun conv_dense_heads(const Queue& queue, View<const T, 4> input,
   const int64_t tile = std::min(n, workspace.batch_tile);
   T* const slab = static_cast<T*>(workspace.slab);
   bool batch_split = false;
-#if defined(_OPENMP)
   const int64_t slab_values = std::min(workspace.rows_per_pass, out_h) * out_w * w[0];
   const int threads = conv_dense_heads_batch_threads(queue);
   batch_split = workspace.split == ConvDenseHeadsSplit::kBatch && threads > 1 && tile >= threads;
   if (batch_split) {
-    // Thread t takes patches [n t / T, n (t + 1) / T) in tiles of `share` patches, on slab
+    // Member t takes patches [n t / T, n (t + 1) / T) in tiles of `share` patches, on slab
     // patches [t share, (t + 1) share): disjoint rows of the slab and of the accumulator. The
-    // kernels called inside the region run on the calling thread alone.
-    std::exception_ptr failure;
-#pragma omp parallel num_threads(threads)
-    {
-      const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
-      if (t == 0) {
-        ran = {ConvDenseHeadsSplit::kBatch, int(team)};
-        openmp::note_team(int(team));
-      }
-      const int64_t share = tile / team;
-      try {
-        passes.run(n * t / team, n * (t + 1) / team, share, slab + t * share * slab_values);
-      } catch (...) {
-#pragma omp critical(kaas_conv_dense_heads_failure)
-        if (!failure) failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
+    // kernels called inside a member run on its thread alone. The slab holds `threads` shares,
+    // so the team is never larger (a runtime may give fewer).
+    const int team =
+        host::run_team(traits_of(queue.backend_id()).threads, true, [&](host::TeamMember& member) {
+          const int64_t size = member.size(), t = member.index(), share = tile / size;
+          passes.run(n * t / size, n * (t + 1) / size, share, slab + t * share * slab_values);
+        });
+    ran = {ConvDenseHeadsSplit::kBatch, team};
   }
-#endif
   if (!batch_split) passes.run(0, n, tile, slab);
   View2<const float> dense1 = workspace.dense1;
   dense1.extent[0] = n;

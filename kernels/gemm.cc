@@ -55,9 +55,8 @@ bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
 
 bool simd_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b, View2<float> y,
                int64_t lanes) {
-  const BackendId id = queue.backend_id();
-  return (id == BackendId::kSerial || id == BackendId::kOpenmp) && op_a.stride[1] == 1 &&
-         op_b.stride[1] == 1 && y.stride[1] == 1 && y.extent[1] % lanes == 0;
+  return host_simd(queue.backend_id()) && op_a.stride[1] == 1 && op_b.stride[1] == 1 &&
+         y.stride[1] == 1 && y.extent[1] % lanes == 0;
 }
 
 bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
@@ -251,7 +250,7 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
   simd::GemmRowMajorArgs args{
       ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
       y.data,        y.stride[0],        ops.m,           ops.n,
-      ops.k,         params.alpha,       params.epilogue, queue.backend_id() == BackendId::kOpenmp};
+      ops.k,         params.alpha,       params.epilogue, traits_of(queue.backend_id()).threads};
   if (const GemmPackedPanels* packed = params.packed_panels) {
     require(packed->k == ops.k && packed->n == ops.n, "gemm", "params.packed_panels",
             "op(B)'s K x N = " + shape(ops.k, ops.n), shape(packed->k, packed->n));
@@ -319,21 +318,17 @@ namespace {
 template <class TY>
 bool avx512_bf16_fits(const Queue& queue, const GemmOperandsOf<bf16>& ops, View2<TY> y,
                       const GemmParams& params) {
-  const BackendId id = queue.backend_id();
   const GemmPackedBf16* packed = params.packed_b;
   return std::is_same_v<TY, float> && packed != nullptr && packed->pairs != nullptr &&
-         (id == BackendId::kSerial || id == BackendId::kOpenmp) && gemm_avx512_bf16_available() &&
-         packed->k == ops.k && packed->n == ops.n && ops.op_a.stride[1] == 1 && y.stride[1] == 1 &&
-         ops.n % 16 == 0;
+         host_simd(queue.backend_id()) && gemm_avx512_bf16_available() && packed->k == ops.k &&
+         packed->n == ops.n && ops.op_a.stride[1] == 1 && y.stride[1] == 1 && ops.n % 16 == 0;
 }
 
 // Whether kAvx512 can run 16-bit operands (widened per cache block): row-major op(A), op(B), Y.
 template <class T, class TY>
 bool avx512_widened_fits(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y) {
-  const BackendId id = queue.backend_id();
-  return std::is_same_v<TY, float> && (id == BackendId::kSerial || id == BackendId::kOpenmp) &&
-         gemm_avx512_available() && ops.op_a.stride[1] == 1 && ops.op_b.stride[1] == 1 &&
-         y.stride[1] == 1 && ops.n % 16 == 0;
+  return std::is_same_v<TY, float> && host_simd(queue.backend_id()) && gemm_avx512_available() &&
+         ops.op_a.stride[1] == 1 && ops.op_b.stride[1] == 1 && y.stride[1] == 1 && ops.n % 16 == 0;
 }
 
 template <class T, class TY>
@@ -401,7 +396,7 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
                                          ops.k,
                                          params.alpha,
                                          params.epilogue,
-                                         queue.backend_id() == BackendId::kOpenmp};
+                                         traits_of(queue.backend_id()).threads};
       return simd::gemm_avx512_bf16(args);
     }
   }
@@ -419,7 +414,7 @@ void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<
                                     ops.k,
                                     params.alpha,
                                     params.epilogue,
-                                    queue.backend_id() == BackendId::kOpenmp};
+                                    traits_of(queue.backend_id()).threads};
       if constexpr (std::is_same_v<T, fp16>) return simd::gemm_avx512_fp16(args);
       return simd::gemm_avx512_bf16_widened(args);
     }

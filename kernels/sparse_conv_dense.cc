@@ -5,6 +5,7 @@
 
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/cpu/cpu_features.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/kernels/cpu/sparse_dense_simd.h"
 #include "kaas/kernels/detail/checks.h"
 #include "kaas/kernels/scan.h"
@@ -28,8 +29,7 @@ bool avx2_ready() {
 }
 
 bool host_cpu(const Queue& queue) {
-  const BackendId id = queue.backend_id();
-  return id == BackendId::kSerial || id == BackendId::kOpenmp;
+  return host_simd(queue.backend_id());
 }
 
 // Step 1 on the CPU backends: per image, which inputs are non-zero, OR-ed over the kernel's
@@ -38,65 +38,63 @@ int64_t host_index(const Queue& queue, View<const float, 4> images, int64_t kh, 
                    View<int32_t, 3> index, View1<int32_t> offsets, View1<int32_t> positions) {
   const int64_t n = images.extent[0], h = images.extent[1], w = images.extent[2];
   const int64_t c = images.extent[3], oh = index.extent[1], ow = index.extent[2];
-  [[maybe_unused]] const bool parallel = queue.backend_id() == BackendId::kOpenmp;
+  const HostThreads threads = traits_of(queue.backend_id()).threads;
   std::vector<int64_t> first(size_t(n) + 1, 0);  // per image, its first position's number
-#if defined(_OPENMP)                             // (the ThreadSanitizer build has no OpenMP)
-#pragma omp parallel for schedule(static) if (parallel)
-#endif
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
-    if (c == 1 && images.stride[2] == 1) {
-      for (int64_t y = 0; y < h; ++y) {
-        const float* row = &images(i, y, 0, 0);
-        uint8_t* out = &nonzero[size_t(y * w)];
-        for (int64_t x = 0; x < w; ++x) out[x] = row[x] != 0.0f;
-      }
-    } else {
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x) {
-          uint8_t any = 0;
-          for (int64_t k = 0; k < c; ++k) any |= images(i, y, x, k) != 0.0f;
-          nonzero[size_t(y * w + x)] = any;
+  host::for_shares(threads, true, n, [&](int64_t image_begin, int64_t image_end) {
+    for (int64_t i = image_begin; i < image_end; ++i) {
+      std::vector<uint8_t> nonzero(size_t(h * w)), columns(size_t(h * ow));
+      if (c == 1 && images.stride[2] == 1) {
+        for (int64_t y = 0; y < h; ++y) {
+          const float* row = &images(i, y, 0, 0);
+          uint8_t* out = &nonzero[size_t(y * w)];
+          for (int64_t x = 0; x < w; ++x) out[x] = row[x] != 0.0f;
         }
+      } else {
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t x = 0; x < w; ++x) {
+            uint8_t any = 0;
+            for (int64_t k = 0; k < c; ++k) any |= images(i, y, x, k) != 0.0f;
+            nonzero[size_t(y * w + x)] = any;
+          }
+      }
+      for (int64_t y = 0; y < h; ++y) {  // x innermost: vectorised
+        uint8_t* out = &columns[size_t(y * ow)];
+        const uint8_t* in = &nonzero[size_t(y * w)];
+        for (int64_t x = 0; x < ow; ++x) out[x] = in[x];
+        for (int64_t d = 1; d < kw; ++d)
+          for (int64_t x = 0; x < ow; ++x) out[x] |= in[x + d];
+      }
+      int32_t* out = &index(i, 0, 0);
+      int64_t active = 0;
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t x = 0; x < ow; ++x) out[y * ow + x] = 0;
+        for (int64_t d = 0; d < kh; ++d)
+          for (int64_t x = 0; x < ow; ++x) out[y * ow + x] |= columns[size_t((y + d) * ow + x)];
+        for (int64_t x = 0; x < ow; ++x) active += out[y * ow + x];
+      }
+      first[size_t(i) + 1] = active;
     }
-    for (int64_t y = 0; y < h; ++y) {  // x innermost: vectorised
-      uint8_t* out = &columns[size_t(y * ow)];
-      const uint8_t* in = &nonzero[size_t(y * w)];
-      for (int64_t x = 0; x < ow; ++x) out[x] = in[x];
-      for (int64_t d = 1; d < kw; ++d)
-        for (int64_t x = 0; x < ow; ++x) out[x] |= in[x + d];
-    }
-    int32_t* out = &index(i, 0, 0);
-    int64_t active = 0;
-    for (int64_t y = 0; y < oh; ++y) {
-      for (int64_t x = 0; x < ow; ++x) out[y * ow + x] = 0;
-      for (int64_t d = 0; d < kh; ++d)
-        for (int64_t x = 0; x < ow; ++x) out[y * ow + x] |= columns[size_t((y + d) * ow + x)];
-      for (int64_t x = 0; x < ow; ++x) active += out[y * ow + x];
-    }
-    first[size_t(i) + 1] = active;
-  }
+  });
   for (int64_t i = 0; i < n; ++i) first[size_t(i) + 1] += first[size_t(i)];
   const int64_t count = first[size_t(n)];
   require(positions.extent[0] >= count && positions.stride[0] == 1, "sparse_conv_index",
           "positions extent", ">= " + str(count) + " (the active positions)",
           str(positions.extent[0]));
   const int64_t per_image = oh * ow;
-#if defined(_OPENMP)  // (the ThreadSanitizer build has no OpenMP)
-#pragma omp parallel for schedule(static) if (parallel)
-#endif
-  for (int64_t i = 0; i < n; ++i) {
-    int32_t* flat = index.data + i * per_image;
-    int32_t* offs = offsets.data + i * per_image;
-    int32_t next = int32_t(first[size_t(i)]);
-    for (int64_t j = 0; j < per_image; ++j) {
-      const bool active = flat[j] != 0;
-      offs[j] = next;
-      if (active) positions.data[next] = int32_t(i * per_image + j);
-      flat[j] = active ? next : -1;
-      next += active;
+  host::for_shares(threads, true, n, [&](int64_t image_begin, int64_t image_end) {
+    for (int64_t i = image_begin; i < image_end; ++i) {
+      int32_t* flat = index.data + i * per_image;
+      int32_t* offs = offsets.data + i * per_image;
+      int32_t next = int32_t(first[size_t(i)]);
+      for (int64_t j = 0; j < per_image; ++j) {
+        const bool active = flat[j] != 0;
+        offs[j] = next;
+        if (active) positions.data[next] = int32_t(i * per_image + j);
+        flat[j] = active ? next : -1;
+        next += active;
+      }
     }
-  }
+  });
   return count;
 }
 
@@ -222,7 +220,7 @@ void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
     args.out_h = images.extent[1] - w[2] + 1, args.out_w = images.extent[2] - w[3] + 1;
     args.oc = w[0];
     args.delta = delta.data, args.delta_stride = delta.stride[0];
-    args.parallel = queue.backend_id() == BackendId::kOpenmp;
+    args.threads = traits_of(queue.backend_id()).threads;
     return avx512_ready() ? simd::sparse_conv_delta_avx512(args)
                           : simd::sparse_conv_delta_avx2(args);
   }
@@ -230,8 +228,7 @@ void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
 }
 
 const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
-  const BackendId id = queue.backend_id();
-  if (id != BackendId::kSerial && id != BackendId::kOpenmp) return "portable";
+  if (!host_simd(queue.backend_id())) return "portable";
   if (avx512_ready() && n1 % 64 == 0) return "avx512";
   if (avx2_ready() && n1 % 32 == 0) return "avx2";
   return "portable";
@@ -284,7 +281,7 @@ void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const
     args.weight = weights.weight.data, args.weight_stride = weights.weight.stride[0];
     args.constant = weights.constant.data, args.epilogue = weights.epilogue;
     args.out = out.data, args.out_stride = out.stride[0], args.rows = rows, args.n1 = n1;
-    args.parallel = queue.backend_id() == BackendId::kOpenmp;
+    args.threads = traits_of(queue.backend_id()).threads;
     return impl == "avx512" ? simd::sparse_dense1_avx512(args) : simd::sparse_dense1_avx2(args);
   }
   KAAS_LAUNCH(queue, sparse_dense1_launch, queue, index, delta, delta_first, windows, weights, out,

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "kaas/backends/backend_traits.h"
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/queue.h"
 #include "kaas/common/error.h"
@@ -258,8 +259,7 @@ class OnnxModel final : public OnnxDeviceModel {
     }
     // fp32 on a CPU backend, measuring: the unfused plan is a candidate too, so its buffers are
     // laid out first and the fused plan shares its inputs and outputs.
-    const bool cpu =
-        queue_.backend_id() == BackendId::kSerial || queue_.backend_id() == BackendId::kOpenmp;
+    const bool cpu = host_simd(queue_.backend_id());
     unfused_candidate_ =
         cpu && options_.precision == Precision::kFp32 &&
         options_.planner.value_or(planner::mode_from_environment()) == planner::Mode::kMeasure;
@@ -522,8 +522,7 @@ class OnnxModel final : public OnnxDeviceModel {
   // (one FMA chain per element in either vector width); the bf16 kernels round differently
   // (vdpbf16ps multiplies pairs), so the choice is made once, at load, for every batch.
   void plan_fused_execution(int64_t batch) {
-    const BackendId id = queue_.backend_id();
-    if (id != BackendId::kSerial && id != BackendId::kOpenmp) return;
+    if (!host_simd(queue_.backend_id())) return;
     const Op& dense1 = graph_.ops[fused_->dense1];
     const int64_t n1 = max_shapes_[dense1.output][1];
     const bool trans_b = dense1.attr<GemmParams>().trans_b;
@@ -697,8 +696,7 @@ class OnnxModel final : public OnnxDeviceModel {
     layers.dense1_weight = to_device(queue_, std::span<const T>(dense1_weight));
     layers.slab = make_device_buffer<T>(queue_, slab_elements);
     std::string impl = "portable";
-    const BackendId id = queue_.backend_id();
-    const bool cpu = id == BackendId::kSerial || id == BackendId::kOpenmp;
+    const bool cpu = host_simd(queue_.backend_id());
     const bool trans_b = dense1.attr<GemmParams>().trans_b;
     // What gemm's kAuto will run for every slab pass (N1 % 16 == 0 for the AVX-512 tiles; the
     // packed pairs need an even row length to be sliced per pass).
@@ -742,9 +740,7 @@ class OnnxModel final : public OnnxDeviceModel {
   // layer's weights; batch 1 splits K by chunks and reads W1 as stored. The same values, so the
   // same bits; the cost is a second copy of W1 in host memory (47.6 MB for EmTrkMichelId).
   void pack_dense1_panels() {
-    const BackendId id = queue_.backend_id();
-    if ((id != BackendId::kSerial && id != BackendId::kOpenmp) ||
-        !(gemm_avx512_available() || gemm_avx2_available()))
+    if (!host_simd(queue_.backend_id()) || !(gemm_avx512_available() || gemm_avx2_available()))
       return;
     const Op& dense1 = graph_.ops[fused_->dense1];
     const Shape& w1 = max_shapes_[dense1.inputs[1]];

@@ -6,6 +6,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonnx-dev libprotobuf-dev
           protobuf-compiler libopenblas-openmp-dev pkg-config
+          # the tbb backend (CMSSW and art schedule with oneTBB)
+          libtbb-dev
           # kaas-server: gRPC, REST, JSON, Prometheus text format
           libgrpc++-dev protobuf-compiler-grpc libboost-dev libssl-dev zlib1g-dev nlohmann-json3-dev
           prometheus-cpp-dev

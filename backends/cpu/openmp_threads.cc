@@ -1,7 +1,6 @@
 #include "kaas/backends/cpu/openmp_threads.h"
 
 #include <algorithm>
-#include <atomic>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -9,41 +8,13 @@
 
 namespace kaas::openmp {
 
-namespace {
-
-std::atomic<int> process_request{0};
-thread_local int thread_request = 0;
-thread_local int widest_team = 0;
-
-}  // namespace
-
 int requested_team() {
-  if (thread_request > 0) return thread_request;
-  const int process = process_request.load(std::memory_order_relaxed);
-  if (process > 0) return process;
+  if (const int request = host::explicit_request(); request > 0) return request;
 #if defined(_OPENMP)
   return std::max(omp_get_max_threads(), 1);
 #else
   return 1;
 #endif
-}
-
-void set_thread_request(int threads) {
-  thread_request = std::max(threads, 0);
-}
-
-void set_process_request(int threads) {
-  process_request.store(std::max(threads, 0), std::memory_order_relaxed);
-}
-
-void note_team(int team) {
-  widest_team = std::max(widest_team, team);
-}
-
-int take_widest_team() {
-  const int widest = widest_team;
-  widest_team = 0;
-  return widest;
 }
 
 }  // namespace kaas::openmp

@@ -36,6 +36,7 @@
 #include "bench/counters.h"
 #include "bench/registry.h"
 #include "kaas/backends/backend.h"
+#include "kaas/backends/backend_traits.h"
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/npy.h"
 #include "kaas/models/onnx_model.h"
@@ -167,6 +168,7 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
   const int64_t batch = state.range(0);
   const int threads = int(state.range(1));
   const OmpThreads omp_threads(threads);
+  backend->set_caller_threads(threads);  // the tbb backend's count (OpenMP's is set above)
   try {
     const auto model = make_kaas_model(*backend, batch, fused, precision);
     const std::vector<models::HostTensor> inputs = {random_patches(batch)};
@@ -187,6 +189,7 @@ void emtrk_kaas(benchmark::State& state, const Backend* backend, models::FusedPl
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
+  backend->set_caller_threads(0);
 }
 
 // The fused plan on zero-suppressed patches (band_patches) with the sparse execution off, pinned
@@ -513,13 +516,11 @@ void register_emtrk() {
     return b;
   };
   for (const Backend* backend : compiled_backends()) {
-    if (!backend->available() ||
-        (backend->id() != BackendId::kSerial && backend->id() != BackendId::kOpenmp)) {
-      continue;
-    }
+    if (!backend->available() || !host_simd(backend->id())) continue;
     const std::string name(backend->name());
-    const std::vector<int> threads =
-        backend->id() == BackendId::kOpenmp ? std::vector<int>{1, 2} : std::vector<int>{1};
+    const std::vector<int> threads = traits_of(backend->id()).threads != HostThreads::kCaller
+                                         ? std::vector<int>{1, 2}
+                                         : std::vector<int>{1};
     configure(
         benchmark::RegisterBenchmark(("emtrk/" + name + "/fused").c_str(), emtrk_kaas, backend,
                                      models::FusedPlan::kAuto, models::Precision::kFp32),

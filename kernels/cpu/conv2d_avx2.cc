@@ -12,12 +12,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -275,18 +271,10 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
   ow_hi = std::clamp(ow_hi, ow_lo, a.out_w);
 
   const int64_t rows = a.batch * a.out_h;
-#if defined(_OPENMP)
-  // Inside an active parallel region the call stays on the calling thread (as launch()).
-  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-  {
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
-  }
-#else
-  for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
-#endif
+  // Inside a team member the call stays on the calling thread (as launch()).
+  host::for_shares(a.threads, true, rows, [&](int64_t first, int64_t end) {
+    for (int64_t row = first; row < end; ++row) run_row(plan, row, ow_lo, ow_hi);
+  });
 }
 
 }  // namespace kaas::simd

@@ -16,12 +16,8 @@
 
 #include "kaas/kernels/cpu/conv2d_simd.h"
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512DQ__) && defined(__FMA__)
@@ -358,17 +354,10 @@ void run_rows(const Plan& plan, const typename S::Elem* input, typename S::Elem*
   const bool widened = !std::is_same_v<S, F32>;
   const int64_t window_values =
       widened ? ((a.kernel_h - 1) * a.dilation_h + 1) * a.in_w * a.in_channels : 0;
-#if defined(_OPENMP)
-  // Inside an active parallel region the call stays on the calling thread (as launch()). Rows
-  // are handed out in small dynamic chunks so that a thread slowed by other work on a shared
+  // Inside a team member the call stays on the calling thread (as launch()). Rows are handed
+  // out in small chunks from a common counter so that a thread slowed by other work on a shared
   // machine does not hold up the others.
-  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-#endif
+  host::run_team(a.threads, rows > 1, [&](host::TeamMember& member) {
     AlignedFloats window(window_values);
     Conv2dNhwcArgs window_args = a;  // the window's dense strides
     if (widened) {
@@ -377,15 +366,12 @@ void run_rows(const Plan& plan, const typename S::Elem* input, typename S::Elem*
     }
     Plan input_plan = plan;
     input_plan.a = widened ? &window_args : plan.a;
-#if defined(_OPENMP)
-    const int64_t threads = omp_get_num_threads();
-    const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
-#pragma omp for schedule(dynamic, chunk) nowait
-#endif
-    for (int64_t row = 0; row < rows; ++row)
-      run_row<S>(plan, input_plan, input, output, row, ow_lo, ow_hi, window.data());
+    const int64_t chunk = max64(1, min64(16, rows / (member.size() * 8)));
+    for (host::Range run; member.take(rows, chunk, run);)
+      for (int64_t row = run.begin; row < run.end; ++row)
+        run_row<S>(plan, input_plan, input, output, row, ow_lo, ow_hi, window.data());
     if (plan.stream) _mm_sfence();  // order this thread's streamed stores before the join
-  }
+  });
 }
 
 bool aligned64(const void* p) {

@@ -15,13 +15,9 @@
 // No standard-library templates are instantiated here (an AVX-512 copy of a shared COMDAT
 // function must never be the one other translation units call).
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/conv2d_simd.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__) && defined(__FMA__)
 #include <immintrin.h>
@@ -318,21 +314,13 @@ void conv2d_nhwc_avx512_bf16(const Conv2dNhwcArgs& a) {
   const int64_t ow_hi = min64(max64(last >= 0 ? last / a.stride_w + 1 : 0, ow_lo), a.out_w);
 
   const int64_t rows = a.batch * a.out_h;
-#if defined(_OPENMP)
-  // As conv2d_avx512.cc: the caller's thread alone inside a parallel region, else small dynamic
-  // chunks of rows.
-  const bool parallel = a.parallel && rows > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-    const int64_t threads = omp_get_num_threads();
-    const int64_t chunk = max64(1, min64(16, rows / (threads * 8)));
-#pragma omp for schedule(dynamic, chunk) nowait
-#endif
-    for (int64_t row = 0; row < rows; ++row) run_row(plan, row, ow_lo, ow_hi);
-  }
+  // As conv2d_avx512.cc: the caller's thread alone inside a team member, else small chunks of
+  // rows from a common counter.
+  host::run_team(a.threads, rows > 1, [&](host::TeamMember& member) {
+    const int64_t chunk = max64(1, min64(16, rows / (member.size() * 8)));
+    for (host::Range run; member.take(rows, chunk, run);)
+      for (int64_t row = run.begin; row < run.end; ++row) run_row(plan, row, ow_lo, ow_hi);
+  });
 }
 
 }  // namespace kaas::simd

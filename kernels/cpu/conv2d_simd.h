@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kaas/backends/backend_traits.h"
+
 #include "kaas/kernels/activation.h"
 
 namespace kaas::simd {
@@ -30,7 +32,7 @@ struct Conv2dNhwcArgs {
   int64_t batch, in_channels, in_h, in_w, out_channels, out_h, out_w, kernel_h, kernel_w;
   int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
   Epilogue epilogue;
-  bool parallel;  // spread rows over the caller's OpenMP threads
+  HostThreads threads;  // who spreads rows over threads (host_team.h)
 };
 
 // False where this file was built without AVX2/FMA (non-x86 targets).

@@ -2,7 +2,7 @@
 // rows x 64 columns keep 24 accumulators in zmm registers; K is walked in blocks of 256 so the
 // 64 KB block of B stays in L1/L2 while every row block of the thread passes over it.
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 
@@ -113,18 +113,8 @@ void gemm_widened(const GemmHalfArgs& g, Widen widen) {
   const int64_t row_blocks = (g.m + kRows - 1) / kRows;
   const int64_t panels = (g.n + cols - 1) / cols;
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
-#if defined(_OPENMP)
-  const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int64_t threads = 1, t = 0;
-#endif
-    const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
+  host::run_team(g.threads, tiles > 1, [&](host::TeamMember& member) {
+    const auto [first, end] = member.share(tiles);
     Scratch b_block(kDepth * cols), a_block(kRows * kDepth);
     for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += kDepth) {
       const int64_t kc = g.k - k0 < kDepth ? g.k - k0 : kDepth;
@@ -149,7 +139,7 @@ void gemm_widened(const GemmHalfArgs& g, Widen widen) {
       }
       if (g.k == 0) break;
     }
-  }
+  });
 }
 
 }  // namespace

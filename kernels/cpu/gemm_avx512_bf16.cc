@@ -10,13 +10,9 @@
 // No standard-library templates are instantiated here (an AVX-512 copy of a shared COMDAT
 // function must never be the one other translation units call).
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__FMA__)
 #include <immintrin.h>
@@ -124,18 +120,9 @@ void gemm_avx512_bf16(const GemmBf16PairsArgs& g) {
   const int64_t panels = (g.n + cols - 1) / cols;
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
   const int64_t pairs = (g.k + 1) / 2;
-#if defined(_OPENMP)
-  const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int64_t threads = 1, t = 0;
-#endif
-    const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
+  host::run_team(g.threads, tiles > 1, [&](host::TeamMember& member) {
+    const host::Range share = member.share(tiles);
+    const int64_t first = share.begin, end = share.end;
     for (int64_t p0 = 0; p0 < pairs || (p0 == 0 && pairs == 0); p0 += kPairDepth) {
       const int64_t pc = min64(kPairDepth, pairs - p0);
       const bool last = p0 + kPairDepth >= pairs;
@@ -148,7 +135,7 @@ void gemm_avx512_bf16(const GemmBf16PairsArgs& g) {
       }
       if (pairs == 0) break;
     }
-  }
+  });
 }
 
 }  // namespace kaas::simd

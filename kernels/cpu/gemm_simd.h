@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kaas/backends/backend_traits.h"
+
 #include "kaas/kernels/activation.h"
 
 namespace kaas::simd {
@@ -20,7 +22,7 @@ struct GemmRowMajorArgs {
   int64_t m, n, k;  // n % 16 == 0
   float alpha;
   Epilogue epilogue;
-  bool parallel;  // spread (row block, column panel) tiles over the caller's OpenMP threads
+  HostThreads threads;  // who spreads (row block, column panel) tiles over threads (host_team.h)
   // Optional: op(b) also packed in panels of kPanelColumns columns (kaas::GemmPackedPanels),
   // panel p at b_packed + p * b_panel_stride, each [k][kPanelColumns]; the tiles read it, the
   // few-rows path reads b.
@@ -44,7 +46,7 @@ struct GemmBf16PairsArgs {
   int64_t m, n, k;  // n % 16 == 0
   float alpha;
   Epilogue epilogue;
-  bool parallel;
+  HostThreads threads;
 };
 bool gemm_avx512_bf16_compiled();
 void gemm_avx512_bf16(const GemmBf16PairsArgs& args);
@@ -61,7 +63,7 @@ struct GemmHalfArgs {
   int64_t m, n, k;  // n % 16 == 0
   float alpha;
   Epilogue epilogue;
-  bool parallel;
+  HostThreads threads;
 };
 void gemm_avx512_fp16(const GemmHalfArgs& args);
 // The same for bf16 operands (a bf16 widens by a 16-bit shift).

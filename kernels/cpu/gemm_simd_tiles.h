@@ -14,14 +14,10 @@
 // batch-1 product then splits K over the threads by whole chunks, and a call may end at any
 // chunk boundary. Other alphas add alpha * (block sum) per K block.
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 #include <algorithm>
 #include <vector>
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 
 #include "kaas/kernels/cpu/gemm_simd.h"
 
@@ -106,18 +102,11 @@ void gemm_few_rows_chunks(const GemmRowMajorArgs& g, int64_t chunks) {
   constexpr int64_t cols = V::kLanes * V::kTileVectors;
   constexpr int kRowVectors = 128 / V::kLanes;
   const int mr = int(g.m);
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    if (t == 0) openmp::note_team(int(threads));
-#else
-    const int64_t threads = 1, t = 0;
-#endif
+  // Each member sums its own contiguous run of chunks.
+  host::run_team(g.threads, true, [&](host::TeamMember& member) {
     const Epilogue none{};
-    for (int64_t chunk = chunks * t / threads; chunk < chunks * (t + 1) / threads; ++chunk) {
+    const host::Range run = member.share(chunks);
+    for (int64_t chunk = run.begin; chunk < run.end; ++chunk) {
       const int64_t k_end = std::min(g.k, (chunk + 1) * g.k_chunk);
       float* chunk_sum = sums + chunk * chunk_values;
       for (int64_t k0 = chunk * g.k_chunk; k0 < k_end; k0 += kDepth) {
@@ -137,14 +126,13 @@ void gemm_few_rows_chunks(const GemmRowMajorArgs& g, int64_t chunks) {
         }
       }
     }
-#if defined(_OPENMP)
-#pragma omp barrier
-#endif
-    // y = y + sum, chunk after chunk; columns spread over the threads.
-    const int64_t vectors = g.n / V::kLanes;
+  });
+  // y = y + sum, chunk after chunk; columns spread over the members.
+  const int64_t vectors = g.n / V::kLanes;
+  host::for_shares(g.threads, true, vectors, [&](int64_t first, int64_t end) {
     const auto one = V::broadcast(1.0f);
     for (int r = 0; r < mr; ++r) {
-      for (int64_t v = vectors * t / threads; v < vectors * (t + 1) / threads; ++v) {
+      for (int64_t v = first; v < end; ++v) {
         float* p = g.y + r * g.ldy + v * V::kLanes;
         auto out = V::load(p);
         for (int64_t chunk = 0; chunk < chunks; ++chunk)
@@ -152,7 +140,7 @@ void gemm_few_rows_chunks(const GemmRowMajorArgs& g, int64_t chunks) {
         V::store(p, V::activate(out, g.epilogue));
       }
     }
-  }
+  });
 }
 
 template <class V>
@@ -164,27 +152,15 @@ void gemm(const GemmRowMajorArgs& g) {
   const int64_t tiles = row_blocks * panels;  // panel-major: a thread's tiles share B blocks
   // K in chunks (alpha 1): each chunk summed from zero, then added to y in order.
   const bool chunked = g.k_chunk > 0 && g.k > 0 && g.alpha == 1.0f;
-  [[maybe_unused]] const int64_t chunks = chunked ? (g.k + g.k_chunk - 1) / g.k_chunk : 1;
-  // Inside an active parallel region the call stays on the calling thread (as launch()).
-  // Threads take contiguous runs of panels (column blocks); K is split over them only by whole
-  // chunks, whose sums are added in chunk order whatever the thread count.
-#if defined(_OPENMP)
-  const bool parallel = g.parallel && tiles > 1 && !omp_in_parallel();
-  if (chunked && g.parallel && !omp_in_parallel() && row_blocks == 1 &&
-      chunks >= 2 * openmp::requested_team() && openmp::requested_team() > 1)
+  const int64_t chunks = chunked ? (g.k + g.k_chunk - 1) / g.k_chunk : 1;
+  // Inside a team member (or another active OpenMP region) the call stays on the calling thread,
+  // as launch() does. Members take contiguous runs of panels (column blocks); K is split over
+  // them only by whole chunks, whose sums are added in chunk order whatever the team size.
+  const int team = host::team_size(g.threads);
+  if (chunked && row_blocks == 1 && team > 1 && chunks >= 2 * team)
     return gemm_few_rows_chunks<V>(g, chunks);
-#endif
-#if defined(_OPENMP)
-#pragma omp parallel if (parallel) num_threads(openmp::requested_team())
-#endif
-  {
-#if defined(_OPENMP)
-    if (parallel && omp_get_thread_num() == 0) openmp::note_team(omp_get_num_threads());
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-#else  // built without OpenMP (the ThreadSanitizer build): one thread does every tile
-    const int64_t threads = 1, t = 0;
-#endif
-    const int64_t first = tiles * t / threads, end = tiles * (t + 1) / threads;
+  host::run_team(g.threads, tiles > 1, [&](host::TeamMember& member) {
+    const auto [first, end] = member.share(tiles);
     // A chunk is one block: each tile sums it from zero in registers and adds the sum to y (its
     // B rows, a conv row's K for the first dense layer, stay in the L2 across the row blocks).
     const int64_t depth = chunked ? g.k_chunk : kDepth;
@@ -206,7 +182,7 @@ void gemm(const GemmRowMajorArgs& g) {
       }
       if (g.k == 0) break;
     }
-  }
+  });
 }
 
 }  // namespace kaas::simd::tiled

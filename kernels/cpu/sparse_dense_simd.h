@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kaas/backends/backend_traits.h"
+
 #include "kaas/kernels/activation.h"
 
 namespace kaas::simd {
@@ -27,7 +29,7 @@ struct SparseDense1Args {
   Epilogue epilogue;
   float* out;                    // [rows, n1], row stride out_stride, unit column stride
   int64_t out_stride, rows, n1;  // n1 a multiple of the instruction set's column block
-  bool parallel;                 // spread tiles over the caller's OpenMP threads
+  HostThreads threads;           // who spreads tiles over threads (host_team.h)
 };
 
 // The conv at listed positions (sparse_conv_delta): images [n, h, w, c] contiguous, the weight
@@ -44,7 +46,7 @@ struct SparseConvArgs {
   int64_t count, kernel_h, kernel_w, out_h, out_w, oc;
   float* delta;
   int64_t delta_stride;
-  bool parallel;
+  HostThreads threads;
 };
 
 bool sparse_dense1_avx512_compiled();

@@ -5,12 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kaas/backends/cpu/openmp_threads.h"
+#include "kaas/backends/cpu/host_team.h"
 #include "kaas/kernels/cpu/sparse_dense_simd.h"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 namespace kaas::simd::sparse_tiles {
 
@@ -82,17 +78,15 @@ inline void remainder(const SparseDense1Args& a, const float* w, const int32_t* 
 }
 
 // Bit c of nonzero[i]: delta row i's channel c is not 0.
-inline void nonzero_channels(const SparseDense1Args& a, uint64_t* nonzero,
-                             [[maybe_unused]] bool parallel) {
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static) if (parallel) num_threads(openmp::requested_team())
-#endif
-  for (int64_t i = 0; i < a.delta_rows; ++i) {
-    const float* d = a.delta + i * a.delta_stride;
-    uint64_t bits = 0;
-    for (int64_t c = 0; c < a.channels; ++c) bits |= uint64_t(d[c] != 0.0f) << c;
-    nonzero[i] = bits;
-  }
+inline void nonzero_channels(const SparseDense1Args& a, uint64_t* nonzero, bool parallel) {
+  host::for_shares(a.threads, parallel, a.delta_rows, [&](int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; ++i) {
+      const float* d = a.delta + i * a.delta_stride;
+      uint64_t bits = 0;
+      for (int64_t c = 0; c < a.channels; ++c) bits |= uint64_t(d[c] != 0.0f) << c;
+      nonzero[i] = bits;
+    }
+  });
 }
 
 template <class V, int kRows, int kVectors, int kSparseVectors>
@@ -141,11 +135,7 @@ void tile(const SparseDense1Args& a, int64_t r0, int64_t r1) {
 template <class V, int kRows, int kVectors, int kSparseVectors>
 void run(const SparseDense1Args& a) {
   // Tiles of at most kTile windows, at least one per thread (a tile's W1 rows are read once).
-  int64_t threads = 1;
-#if defined(_OPENMP)
-  const bool parallel = a.parallel && a.rows > 1 && !omp_in_parallel();
-  if (parallel) threads = openmp::requested_team();
-#endif
+  const int64_t threads = a.rows > 1 ? host::team_size(a.threads) : 1;
   const int64_t size = std::clamp<int64_t>((a.rows + threads - 1) / threads, 1, kTile);
   thread_local std::vector<uint64_t> nonzero;  // the caller's: read by its team below
   SparseDense1Args args = a;
@@ -155,15 +145,11 @@ void run(const SparseDense1Args& a) {
     args.nonzero = nonzero.data();
   }
   const int64_t tiles = (a.rows + size - 1) / size;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) if (parallel && tiles > 1) num_threads(int(threads))
-#endif
-  for (int64_t t = 0; t < tiles; ++t) {
-#if defined(_OPENMP)
-    if (parallel && t == 0) openmp::note_team(omp_get_num_threads());
-#endif
-    tile<V, kRows, kVectors, kSparseVectors>(args, t * size, std::min(a.rows, (t + 1) * size));
-  }
+  host::run_team(a.threads, threads > 1 && tiles > 1, [&](host::TeamMember& member) {
+    for (host::Range run; member.take(tiles, 1, run);)
+      tile<V, kRows, kVectors, kSparseVectors>(args, run.begin * size,
+                                               std::min(a.rows, (run.begin + 1) * size));
+  });
 }
 
 // The conv at positions p .. p + P - 1: the channels in vectors, one broadcast input value per
@@ -214,11 +200,9 @@ inline void conv_positions(const SparseConvArgs& a, int64_t p) {
 template <class V>
 void conv_delta(const SparseConvArgs& a) {
   const int64_t pairs = a.count / 2;
-#if defined(_OPENMP)
-  const bool parallel = a.parallel && a.count > 256 && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (parallel) num_threads(openmp::requested_team())
-#endif
-  for (int64_t i = 0; i < pairs; ++i) conv_positions<V, 2>(a, 2 * i);
+  host::for_shares(a.threads, a.count > 256, pairs, [&](int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; ++i) conv_positions<V, 2>(a, 2 * i);
+  });
   if (a.count % 2 == 1) conv_positions<V, 1>(a, a.count - 1);
 }
 

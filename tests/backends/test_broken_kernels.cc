@@ -48,6 +48,11 @@ std::vector<float> run(const Backend& backend, Bug bug) {
       call(openmp::rotate_missing_sync, openmp::reverse_local_across_sync);
       break;
 #endif
+#if KAAS_HAVE_TBB
+    case BackendId::kTbb:
+      call(tbb::rotate_missing_sync, tbb::reverse_local_across_sync);
+      break;
+#endif
     case BackendId::kGpuEmu:
       call(gpu_emu::rotate_missing_sync, gpu_emu::reverse_local_across_sync);
       break;
@@ -122,6 +127,10 @@ TEST_P(BrokenKernelTest, DivergentBarrierIsReportedByTheEmulator) {
 #if KAAS_HAVE_OPENMP
       case BackendId::kOpenmp:
         return openmp::divergent_sync(queue, dx.view(), dy.view(), kGroupSize);
+#endif
+#if KAAS_HAVE_TBB
+      case BackendId::kTbb:
+        return tbb::divergent_sync(queue, dx.view(), dy.view(), kGroupSize);
 #endif
       default:
         return gpu_emu::divergent_sync(queue, dx.view(), dy.view(), kGroupSize);

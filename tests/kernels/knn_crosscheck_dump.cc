@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kaas/backends/backend_traits.h"
 #include "kaas/backends/buffer.h"
 #include "kaas/kernels/knn.h"
 
@@ -51,9 +52,7 @@ int main(int argc, char** argv) {
   int runs = 0;
   for (const kaas::Backend* backend : kaas::compiled_backends()) {
     if (!backend->available()) continue;
-    if (backend->id() != kaas::BackendId::kSerial && backend->id() != kaas::BackendId::kOpenmp) {
-      continue;
-    }
+    if (!kaas::host_simd(backend->id())) continue;
     kaas::Queue queue(*backend);
     auto d_points = kaas::make_device_buffer<float>(queue, points.size());
     auto d_splits = kaas::make_device_buffer<int64_t>(queue, splits.size());

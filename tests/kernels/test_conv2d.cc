@@ -13,6 +13,7 @@
 
 #include "cases/conv2d_cases.h"
 #include "cases/softmax_cases.h"
+#include "kaas/backends/backend_traits.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
 #include "tests/support/kernel_cases.h"
@@ -306,8 +307,8 @@ TEST_P(Conv2dTest, EmTrkMichelIdShape) {
 
 TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
   const Backend& backend = *GetParam();
-  if (backend.id() != BackendId::kSerial && backend.id() != BackendId::kOpenmp) {
-    GTEST_SKIP() << "the CPU fast paths run on the serial and openmp backends only";
+  if (!host_simd(backend.id())) {
+    GTEST_SKIP() << "the CPU fast paths run on the host CPU backends only";
   }
   if (!conv2d_avx512_available()) {
     GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ (or the OS does not save the zmm "
@@ -441,7 +442,7 @@ TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
     copy_to_device(queue, std::span<const bf16>(w), dw);
     copy_to_device(queue, std::span<const float>(bias), db);
     std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
-    const bool cpu = backend.id() == BackendId::kSerial || backend.id() == BackendId::kOpenmp;
+    const bool cpu = host_simd(backend.id());
     if (cpu && conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
     if (cpu && conv2d_avx512_bf16_available()) impls.push_back(Conv2dImpl::kAvx512Bf16);
     for (Conv2dImpl impl : impls) {

@@ -172,7 +172,7 @@ TEST_P(ConvDenseHeadsTest, TheBatchSplitGivesTheKernelSplitsBits) {
   const Net net = make_net();
   const int64_t n = 7;
   const auto x = random_floats(n * kH * kW * kC, 24, -1.0f, 2.0f);
-  const bool openmp = GetParam()->id() == BackendId::kOpenmp;
+  const bool parallel = runs_parallel(*GetParam());
   for (int threads : {2, 3}) {
     for (int64_t tile : {int64_t(1), int64_t(3), n}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + " tile " + std::to_string(tile));
@@ -184,7 +184,7 @@ TEST_P(ConvDenseHeadsTest, TheBatchSplitGivesTheKernelSplitsBits) {
       Outputs split = batch_split();
       EXPECT_EQ(kernels.a, split.a);
       EXPECT_EQ(kernels.b, split.b);
-      const bool splits = openmp && kOpenmpCompiled && tile >= threads;
+      const bool splits = parallel && tile >= threads;
       EXPECT_EQ(last_run.split,
                 splits ? ConvDenseHeadsSplit::kBatch : ConvDenseHeadsSplit::kKernels);
       EXPECT_EQ(last_run.threads, splits ? threads : 1);

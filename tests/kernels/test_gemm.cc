@@ -370,13 +370,12 @@ TEST_P(GemmTest, Bf16PackedPathKeepsRowsIndependentAndNamesWhatItNeeds) {
   const auto bv = make_view<2>(static_cast<const bf16*>(db.view().data), {k, n});
   GemmParams explicit_fast;
   explicit_fast.impl = GemmImpl::kAvx512Bf16;
-  const bool cpu =
-      queue.backend_id() == BackendId::kSerial || queue.backend_id() == BackendId::kOpenmp;
+  const bool cpu = host_simd(queue.backend_id());
   if (!cpu || !gemm_avx512_bf16_available()) {
     explicit_fast.packed_b = &packed;
     EXPECT_THROW(gemm(queue, av, bv, {}, make_view<2>(dy.view().data, {m, n}), explicit_fast),
                  Error);
-    GTEST_SKIP() << "kAvx512Bf16 needs the serial or openmp backend on an AVX512-BF16 CPU";
+    GTEST_SKIP() << "kAvx512Bf16 needs a host CPU backend on an AVX512-BF16 CPU";
   }
   try {  // without the packed B
     gemm(queue, av, bv, {}, make_view<2>(dy.view().data, {m, n}), explicit_fast);

@@ -1,6 +1,6 @@
 // The reproducibility contract (docs/reproducibility.md) on the host CPU backends, for the three
 // spellings of EmTrkMichelId: a row's outputs are the same bits alone or at any position of a
-// batch, with any companions, on serial or openmp with any thread count, in the fused or the
+// batch, with any companions, on serial, openmp or tbb with any thread count, in the fused or the
 // unfused plan, whatever the model's max batch (the fused plan's slab size); and the outputs of
 // a fixed input are the committed digests of the instruction-set tier the process runs on
 // (ctest runs one entry per tier, KAAS_MAX_CPU_ISA; a tier the CPU lacks is skipped), so every
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kaas/backends/backend.h"
+#include "kaas/backends/backend_traits.h"
 #include "kaas/backends/cpu/cpu_features.h"
 #include "kaas/kernels/planner.h"
 #include "kaas/models/emtrk_onnx_generator.h"
@@ -72,6 +73,18 @@ const std::vector<Spelling>& spellings() {
   return all;
 }
 
+// The host CPU backends compiled in (serial, openmp, tbb) and the thread counts each is run with.
+std::vector<const char*> cpu_backends() {
+  std::vector<const char*> names;
+  for (const Backend* b : compiled_backends())
+    if (host_simd(b->id()) && b->available()) names.push_back(b->name().data());
+  return names;
+}
+
+std::vector<int> thread_counts(const char* backend) {
+  return runs_parallel(find_backend(backend)) ? std::vector{1, 2, 3} : std::vector{1};
+}
+
 std::unique_ptr<models::Model> load(const Spelling& s, const char* backend, models::FusedPlan fused,
                                     int64_t max_batch,
                                     models::Precision precision = models::Precision::kFp32) {
@@ -120,13 +133,12 @@ TEST(Reproducibility, ARowsBitsDoNotDependOnBatchThreadsBackendPlanOrMaxBatch) {
       int64_t max_batch;  // 256: the fused plan's slab passes take 3 conv rows, 12: all 44
       const char* name;
     };
-    for (const char* backend : {"serial", "openmp"}) {
+    for (const char* backend : cpu_backends()) {
       for (const Plan& plan : {Plan{models::FusedPlan::kRequire, 12, "fused, max batch 12"},
                                Plan{models::FusedPlan::kRequire, 256, "fused, max batch 256"},
                                Plan{models::FusedPlan::kOff, 12, "unfused"}}) {
         const auto model = load(s, backend, plan.fused, plan.max_batch);
-        for (int threads :
-             std::string(backend) == "openmp" ? std::vector{1, 2, 3} : std::vector{1}) {
+        for (int threads : thread_counts(backend)) {
           const OmpThreadsForTest omp(threads);
           // All 12; 3 from the fifth (start, middle and end of a batch); the last alone.
           for (const auto& [first, count] :
@@ -156,11 +168,10 @@ TEST(Reproducibility, SixteenBitRowsDoNotDependOnBatchThreadsBackendOrMaxBatch) 
         for (int64_t i = 0; i < kPatches; ++i)
           alone.push_back(run_rows(*model, s, patches, i, 1)[0]);
       }
-      for (const char* backend : {"serial", "openmp"}) {
+      for (const char* backend : cpu_backends()) {
         for (int64_t max_batch : {int64_t(12), int64_t(256)}) {
           const auto model = load(s, backend, models::FusedPlan::kRequire, max_batch, precision);
-          for (int threads :
-               std::string(backend) == "openmp" ? std::vector{1, 2, 3} : std::vector{1}) {
+          for (int threads : thread_counts(backend)) {
             const OmpThreadsForTest omp(threads);
             for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, kPatches}, {4, 3}}) {
               const auto rows = run_rows(*model, s, patches, first, count);
@@ -202,13 +213,16 @@ TEST(Reproducibility, SparseAutoTakesTheModelsPlanFileSoProcessesAgree) {
     return std::string("(none)");
   };
   std::vector<std::vector<std::vector<std::byte>>> batched, alone;
-  for (const auto& [backend, max_batch, threads] :
-       {std::tuple<const char*, int64_t, int>{"openmp", kPatches, 2}, {"serial", 4, 1}}) {
+  std::vector<std::tuple<const char*, int64_t, int>> processes{{"openmp", kPatches, 2},
+                                                               {"serial", 4, 1}};
+  for (const char* backend : cpu_backends())
+    if (std::string(backend) == "tbb") processes.emplace_back("tbb", 5, 2);
+  for (const auto& [backend, max_batch, threads] : processes) {
     const OmpThreadsForTest omp(threads);
     const auto model = load_auto(backend, max_batch);
     SCOPED_TRACE(std::string(backend) + ": " + sparse_line(*model));
     EXPECT_EQ(sparse_line(*model).find("the model's plan file") != std::string::npos,
-              std::string(backend) == "serial");
+              std::string(backend) != "openmp");
     std::vector<std::vector<std::byte>> rows;
     for (int64_t first = 0; first < kPatches; first += max_batch) {
       const auto part = run_rows(*model, s, patches, first, std::min(max_batch, kPatches - first));
@@ -220,16 +234,17 @@ TEST(Reproducibility, SparseAutoTakesTheModelsPlanFileSoProcessesAgree) {
       alone.back().push_back(run_rows(*model, s, patches, i, 1)[0]);
   }
   std::filesystem::remove_all(dir);
-  for (int64_t i = 0; i < kPatches; ++i) {
-    EXPECT_EQ(batched[0][size_t(i)], batched[1][size_t(i)]) << "patch " << i;
-    EXPECT_EQ(batched[0][size_t(i)], alone[0][size_t(i)]) << "patch " << i;
-    EXPECT_EQ(batched[1][size_t(i)], alone[1][size_t(i)]) << "patch " << i;
+  for (size_t p = 0; p < batched.size(); ++p) {
+    for (int64_t i = 0; i < kPatches; ++i) {
+      EXPECT_EQ(batched[0][size_t(i)], batched[p][size_t(i)]) << "process " << p << ", patch " << i;
+      EXPECT_EQ(batched[p][size_t(i)], alone[p][size_t(i)]) << "process " << p << ", patch " << i;
+    }
   }
 }
 
 // The default repository's kNN model: ragged events (one of each size from 1 to 40 points, and
 // 600 in one), methods auto, brute force and binned: the same indices and distances on
-// serial, on openmp with 1 to 3 threads and on gpu_emu.
+// serial, on openmp and tbb with 1 to 3 threads and on gpu_emu.
 TEST(Reproducibility, KnnRowsDoNotDependOnThreadsOrBackend) {
   std::vector<int64_t> splits{0};
   for (int64_t size = 1; size <= 40; ++size) splits.push_back(splits.back() + size);
@@ -244,9 +259,11 @@ TEST(Reproducibility, KnnRowsDoNotDependOnThreadsOrBackend) {
     models::KnnModelOptions options;
     options.method = method;
     std::vector<std::vector<std::byte>> first;
-    for (const char* backend : {"serial", "openmp", "gpu_emu"}) {
+    std::vector<const char*> backends = cpu_backends();
+    backends.push_back("gpu_emu");
+    for (const char* backend : backends) {
       const auto model = models::make_knn_model(find_backend(backend), options);
-      for (int threads : std::string(backend) == "openmp" ? std::vector{1, 2, 3} : std::vector{1}) {
+      for (int threads : thread_counts(backend)) {
         const OmpThreadsForTest omp(threads);
         std::vector<std::vector<std::byte>> got;
         for (const auto& tensor : model->run(inputs)) got.push_back(tensor.bytes);
