@@ -1,6 +1,7 @@
 #include "kaas/client/inference_client.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "kaas/client/conversion.h"
 
@@ -133,7 +134,10 @@ std::future<InferResult> InferenceClient::run_async(const CallOptions& options) 
 }
 
 void InferenceClient::run_async(Callback callback, const CallOptions& options) {
-  auto request = std::make_shared<CallRequest>(take_request(options));
+  start_async(std::make_shared<const CallRequest>(take_request(options)), std::move(callback));
+}
+
+void InferenceClient::start_async(std::shared_ptr<const CallRequest> request, Callback callback) {
   workers_.post([this, request, callback = std::move(callback)] {
     InferResult result;
     std::exception_ptr error;
@@ -142,8 +146,19 @@ void InferenceClient::run_async(Callback callback, const CallOptions& options) {
     } catch (...) {
       error = std::current_exception();
     }
-    callback(std::move(result), error);
+    deliver(callback, std::move(result), error);
   });
+}
+
+void InferenceClient::deliver(const Callback& callback, InferResult result,
+                              std::exception_ptr error) {
+  try {
+    callback(std::move(result), error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kaas client: an asynchronous call's callback threw: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "kaas client: an asynchronous call's callback threw\n");
+  }
 }
 
 }  // namespace kaas::client

@@ -19,9 +19,11 @@
 // or the asynchronous call's result is delivered. Setting inputs again after run_async() is
 // safe (the call keeps the views it started with).
 //
-// Threads: one client object is used by one thread at a time (set_input / run); asynchronous
-// calls run on the client's own workers and may complete on them. Many threads may each own a
-// client; RemoteClients may share one connection.
+// Threads: one client object is used by one thread at a time (set_input / run). Asynchronous
+// calls of a DirectClient run on its own workers; a RemoteClient's hold no thread while in flight
+// and complete on its connection's completion threads (remote_client.h). Either way the
+// callback runs on a thread of the client's, so it must be short, must not block and must not
+// destroy the client. Many threads may each own a client; RemoteClients may share a connection.
 
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +32,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -197,7 +200,7 @@ class InferenceClient {
   // kInvalidArgument, ...) with a message naming the model and what went wrong.
   InferResult run(const CallOptions& options = {});
   // The same call on the client's workers. Input errors throw here; call errors arrive through
-  // the future or the callback's `error`. The callback runs on a worker and must not throw.
+  // the future or the callback's `error`. The callback must not throw (see Threads above).
   std::future<InferResult> run_async(const CallOptions& options = {});
   void run_async(Callback callback, const CallOptions& options = {});
 
@@ -205,6 +208,13 @@ class InferenceClient {
   InferenceClient(std::string model_name, models::ModelSignature signature, BatchMode mode,
                   int async_threads);
   virtual InferResult execute(const CallRequest& request) = 0;
+  // Starts an asynchronous call; `callback` runs once when it ends. This one runs execute() on
+  // the client's workers.
+  virtual void start_async(std::shared_ptr<const CallRequest> request, Callback callback);
+  void post_to_workers(std::function<void()> task) { workers_.post(std::move(task)); }
+  // Runs the user's callback; an exception escaping it is reported on stderr, not propagated
+  // into the thread that delivers it.
+  static void deliver(const Callback& callback, InferResult result, std::exception_ptr error);
   // Derived destructors call this first: asynchronous calls use the derived object.
   void finish_async_calls() { workers_.stop(); }
 

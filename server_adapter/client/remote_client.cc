@@ -1,10 +1,12 @@
 #include "kaas/client/remote_client.h"
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -26,9 +28,35 @@ namespace kaas::client {
 // retries back off up to 2 minutes; reconnects were reset), so once a probe finds a server ready
 // a balanced channel that is not READY is replaced by a fresh one; replaced stubs stay alive for
 // callers still holding them.
+// What the connection's completion queue hands back: a finished request or a retry that is due.
+class CompletionEvent {
+ public:
+  virtual ~CompletionEvent() = default;
+  virtual void completed(bool ok) = 0;  // deletes the event
+};
+
 struct RemoteConnection::Impl {
   using Stub = inference::GRPCInferenceService::Stub;
   std::function<std::shared_ptr<grpc::Channel>()> make_balanced, make_probe;
+  // Every call of every client on this connection ends on these threads, however many are in
+  // flight (a framework with 64 events waiting on the server holds no thread for them).
+  grpc::CompletionQueue completions;
+  std::vector<std::thread> completion_threads;
+
+  void start_completion_threads(int count) {
+    for (int t = 0; t < std::max(count, 1); ++t) {
+      completion_threads.emplace_back([this] {
+        void* tag = nullptr;
+        bool ok = false;
+        while (completions.Next(&tag, &ok)) static_cast<CompletionEvent*>(tag)->completed(ok);
+      });
+    }
+  }
+  // Clients keep their connection until their calls have ended: nothing is pending here.
+  ~Impl() {
+    completions.Shutdown();
+    for (auto& thread : completion_threads) thread.join();
+  }
 
   std::shared_ptr<Stub> stub() const {
     std::lock_guard lock(mutex);
@@ -294,6 +322,7 @@ std::shared_ptr<RemoteConnection> RemoteConnection::connect(const std::string& u
     return grpc::CreateCustomChannel(target, credentials, args);
   };
   impl.renew_unless_ready();
+  impl.start_completion_threads(options.completion_threads);
   return connection;
 }
 
@@ -389,7 +418,11 @@ RemoteClient::RemoteClient(std::shared_ptr<RemoteConnection> connection,
       options_(options) {}
 
 RemoteClient::~RemoteClient() {
-  finish_async_calls();
+  {
+    std::unique_lock lock(calls_mutex_);
+    calls_done_.wait(lock, [this] { return calls_in_flight_ == 0; });
+  }
+  finish_async_calls();  // the fallback's calls, posted to the workers
 }
 
 std::string RemoteClient::describe() const {
@@ -440,163 +473,314 @@ struct Flight {
   inference::ModelInferRequest request;
   inference::ModelInferResponse response;
   grpc::Status status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
 };
-
-struct FlightSettings {
-  int window = 1;  // requests in flight at once
-  std::optional<std::chrono::microseconds> deadline;
-  bool gzip = false;
-};
-
-// One attempt: sends `count` requests made by `make(k)`, at most `window` at once, and returns
-// when every one has its answer or status. The calling thread drains its own completion queue:
-// a call is started and finished on the same thread (no gRPC callback thread touches this
-// frame), and the connection's channel is shared by every caller.
-std::vector<std::unique_ptr<Flight>> send_flights(
-    inference::GRPCInferenceService::Stub& stub, size_t count, const FlightSettings& settings,
-    const std::function<inference::ModelInferRequest(size_t)>& make) {
-  grpc::CompletionQueue queue;
-  int outstanding = 0;
-  std::vector<std::unique_ptr<Flight>> flights(count);
-  auto wait_for = [&](int at_most) {
-    while (outstanding > at_most) {
-      void* tag = nullptr;
-      bool ok = false;
-      if (!queue.Next(&tag, &ok)) break;  // only after Shutdown()
-      --outstanding;
-      Flight& f = *flights[reinterpret_cast<uintptr_t>(tag)];
-      inference::ModelInferRequest().Swap(&f.request);  // free it
-      if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
-    }
-  };
-  // However the attempt ends, no call may still refer to this frame or to the queue.
-  struct Drain {
-    grpc::CompletionQueue& queue;
-    decltype(wait_for)& wait;
-    ~Drain() {
-      wait(0);
-      queue.Shutdown();
-      void* tag;
-      bool ok;
-      while (queue.Next(&tag, &ok)) {
-      }
-    }
-  } drain{queue, wait_for};
-  for (size_t k = 0; k < count; ++k) {
-    wait_for(settings.window - 1);  // bounds the request memory alive at once
-    auto flight = std::make_unique<Flight>();
-    flight->request = make(k);
-    if (settings.deadline)
-      flight->context.set_deadline(std::chrono::system_clock::now() + *settings.deadline);
-    if (settings.gzip) flight->context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
-    Flight& f = *flight;
-    flights[k] = std::move(flight);
-    auto call = stub.PrepareAsyncModelInfer(&f.context, f.request, &queue);
-    call->StartCall();
-    call->Finish(&f.response, &f.status, reinterpret_cast<void*>(uintptr_t(k)));
-    ++outstanding;
-  }
-  wait_for(0);
-  return flights;
-}
 
 }  // namespace
 
-InferResult RemoteClient::execute(const CallRequest& request) {
-  const auto start = Clock::now();
+// What the remote attempts of one call came to: the result, the error, or why it must go to the
+// fallback (after every attempt failed).
+struct RemoteClient::Outcome {
+  InferResult result;
+  std::exception_ptr error;
+  std::string fallback_why;
   CallInfo info;
-  if (on_fallback_ && !servers_back()) return run_on_fallback(request, info, "", start);
-  const std::string where = "model '" + options_.model + "' at " + connection_->url();
-  const bool joined = batch_mode() == BatchMode::kRectangular;
-  const std::vector<std::vector<size_t>> groups = request_groups(request.entries.size(), joined);
-  std::vector<std::vector<HostTensor>> answers(groups.size());
-  std::vector<size_t> todo(groups.size());  // groups still without an answer
-  for (size_t g = 0; g < groups.size(); ++g) todo[g] = g;
-  FlightSettings settings;
-  settings.window = std::max(options_.max_in_flight, 1);
-  if (request.options.deadline) settings.deadline = *request.options.deadline;
-  settings.gzip = connection_->gzip();
-  // Shared memory: one region for the call, each request at its own offset; back to the pool
-  // afterwards unless the server lost it.
-  std::vector<Placement> placements(groups.size());
-  std::vector<std::vector<OutputSlot>> slots(groups.size());
-  struct Lease {
-    detail::RegionPool* pool = nullptr;
-    std::unique_ptr<detail::ClientRegion> region;
-    bool lost = false;
-    ~Lease() {
-      if (region && !lost) pool->release(std::move(region));
-    }
-  } lease;
-  if (regions_) {
-    std::vector<size_t> offsets;
-    size_t total = 0;
-    for (const auto& group : groups) {
-      offsets.push_back(total);
-      total += placed_bytes(request, group, signature());
-    }
-    lease.pool = regions_.get();
-    lease.region = regions_->acquire(total);
-    for (size_t g = 0; g < groups.size(); ++g) placements[g] = {lease.region.get(), offsets[g]};
-  }
-  grpc::Status last_failure;
-  for (int attempt = 0;; ++attempt) {
-    info.attempts = attempt + 1;
-    const auto flights =
-        send_flights(*connection_->impl().stub(), todo.size(), settings, [&](size_t k) {
-          const size_t g = todo[k];
-          auto made = make_request(request, groups[g], options_.model, options_.version,
-                                   signature(), placements[g], slots[g]);
-          info.bytes_sent += int64_t(made.ByteSizeLong());
-          return made;
-        });
-    std::vector<size_t> again;
-    for (size_t k = 0; k < todo.size(); ++k) {
-      const Flight& f = *flights[k];
-      // A request that ended without its answer may still be written by the server later:
-      // its region must not serve another call.
-      if (!f.status.ok()) lease.lost = true;
-      if (f.status.ok()) {
-        info.bytes_received += int64_t(f.response.ByteSizeLong());
-        answers[todo[k]] = outputs_of(f.response, where, lease.region.get(), slots[todo[k]]);
-      } else if (lease.region && f.status.error_code() == grpc::StatusCode::NOT_FOUND &&
-                 f.status.error_message().find("shared memory region") != std::string::npos) {
-        lease.lost = true;  // a restarted server: the next call registers a new region
-        throw Error(ErrorCode::kUnavailable,
-                    where +
-                        ": the server no longer knows this client's shared memory region "
-                        "(restarted?): " +
-                        status_text(f.status));
-      } else if (retryable(f.status)) {
-        again.push_back(todo[k]);
-        last_failure = f.status;
-      } else {
-        throw Error(code_of(f.status.error_code()), where + ": " + status_text(f.status));
+};
+
+// One call on the connection's completion queue: its requests (at most max_in_flight at once),
+// its attempts (the retry waits on an alarm of the same queue) and its answer or error. No
+// thread waits for it: each step runs on a completion thread when the step before it ends.
+class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
+ public:
+  AsyncCall(RemoteClient& client, std::shared_ptr<const CallRequest> request,
+            std::function<void(Outcome)> done)
+      : client_(client),
+        request_(std::move(request)),
+        done_(std::move(done)),
+        where_("model '" + client.options_.model + "' at " + client.connection_->url()),
+        joined_(client.batch_mode() == BatchMode::kRectangular),
+        start_(Clock::now()) {}
+
+  void begin() {
+    try {
+      groups_ = request_groups(request_->entries.size(), joined_);
+      answers_.resize(groups_.size());
+      todo_.resize(groups_.size());
+      for (size_t g = 0; g < groups_.size(); ++g) todo_[g] = g;
+      placements_.resize(groups_.size());
+      slots_.resize(groups_.size());
+      // Shared memory: one region for the call, each request at its own offset; back to the
+      // pool at the end unless the server may still write it.
+      if (client_.regions_) {
+        std::vector<size_t> offsets;
+        size_t total = 0;
+        for (const auto& group : groups_) {
+          offsets.push_back(total);
+          total += placed_bytes(*request_, group, client_.signature());
+        }
+        region_ = client_.regions_->acquire(total);
+        for (size_t g = 0; g < groups_.size(); ++g) placements_[g] = {region_.get(), offsets[g]};
       }
+    } catch (...) {
+      return finish_error(std::current_exception());
     }
-    todo = std::move(again);
-    if (todo.empty()) break;
-    if (attempt >= options_.retries) {
-      std::string why = where + ": " + status_text(last_failure) + " (" +
-                        std::to_string(attempt + 1) + (attempt == 0 ? " attempt)" : " attempts)");
-      if (options_.fallback) return run_on_fallback(request, info, why, start);
-      throw Error(code_of(last_failure.error_code()), why);
-    }
-    const auto backoff =
-        std::min(options_.backoff * (int64_t(1) << std::min(attempt, 20)), options_.max_backoff);
-    std::this_thread::sleep_for(backoff);
+    start_attempt();
   }
 
-  std::vector<std::vector<HostTensor>> per_entry;
-  if (joined) {
-    per_entry = serving::split_outputs(std::move(answers.front()), request.entry_batches);
-  } else {
-    per_entry = std::move(answers);
+  void start_attempt() {
+    std::lock_guard lock(mutex_);
+    ++attempt_;
+    info_.attempts = attempt_;
+    stub_ = client_.connection_->impl().stub();
+    flights_.clear();
+    flights_.resize(todo_.size());
+    completed_ = 0;
+    next_ = 0;
+    const size_t window = size_t(std::max(client_.options_.max_in_flight, 1));
+    while (next_ < std::min(window, todo_.size())) launch(next_++);
   }
-  for (auto& outputs : per_entry)
-    outputs = keep_outputs(std::move(outputs), request.options.outputs, options_.model);
-  info.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return InferResult(std::move(per_entry), info);
+
+  void flight_done(size_t k, bool ok) {
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      Flight& f = *flights_[k];
+      inference::ModelInferRequest().Swap(&f.request);  // free it
+      if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
+      ++completed_;
+      if (next_ < todo_.size()) launch(next_++);  // bounds the request memory alive at once
+      last = completed_ == todo_.size();
+    }
+    if (last) attempt_done();
+  }
+
+  void retry_due(bool ok) {
+    if (!ok)
+      return finish_error(std::make_exception_ptr(
+          Error(ErrorCode::kCancelled, where_ + ": the connection closed before the retry")));
+    start_attempt();
+  }
+
+ private:
+  // Starts request k of this attempt (the lock held).
+  void launch(size_t k);
+
+  // Every request of the attempt has its answer or status (no lock needed: none is in flight).
+  void attempt_done() {
+    try {
+      std::vector<size_t> again;
+      for (size_t k = 0; k < todo_.size(); ++k) {
+        const Flight& f = *flights_[k];
+        // A request that ended without its answer may still be written by the server later:
+        // its region must not serve another call.
+        if (!f.status.ok()) region_lost_ = true;
+        if (f.status.ok()) {
+          info_.bytes_received += int64_t(f.response.ByteSizeLong());
+          answers_[todo_[k]] = outputs_of(f.response, where_, region_.get(), slots_[todo_[k]]);
+        } else if (region_ && f.status.error_code() == grpc::StatusCode::NOT_FOUND &&
+                   f.status.error_message().find("shared memory region") != std::string::npos) {
+          // A restarted server: the next call registers a new region.
+          throw Error(ErrorCode::kUnavailable,
+                      where_ +
+                          ": the server no longer knows this client's shared memory region "
+                          "(restarted?): " +
+                          status_text(f.status));
+        } else if (retryable(f.status)) {
+          again.push_back(todo_[k]);
+          last_failure_ = f.status;
+        } else {
+          throw Error(code_of(f.status.error_code()), where_ + ": " + status_text(f.status));
+        }
+      }
+      todo_ = std::move(again);
+      if (todo_.empty()) return finish_answered();
+      const RemoteOptions& options = client_.options_;
+      if (attempt_ > options.retries) {
+        const std::string why = where_ + ": " + status_text(last_failure_) + " (" +
+                                std::to_string(attempt_) +
+                                (attempt_ == 1 ? " attempt)" : " attempts)");
+        if (options.fallback) {
+          Outcome outcome;
+          outcome.fallback_why = why;
+          return finish(std::move(outcome));
+        }
+        throw Error(code_of(last_failure_.error_code()), why);
+      }
+      const auto backoff = std::min(options.backoff * (int64_t(1) << std::min(attempt_ - 1, 20)),
+                                    options.max_backoff);
+      schedule_retry(backoff);
+    } catch (...) {
+      finish_error(std::current_exception());
+    }
+  }
+
+  void schedule_retry(std::chrono::milliseconds backoff);
+
+  void finish_answered() {
+    std::vector<std::vector<HostTensor>> per_entry;
+    if (joined_) {
+      per_entry = serving::split_outputs(std::move(answers_.front()), request_->entry_batches);
+    } else {
+      per_entry = std::move(answers_);
+    }
+    for (auto& outputs : per_entry)
+      outputs = keep_outputs(std::move(outputs), request_->options.outputs, client_.options_.model);
+    Outcome outcome;
+    outcome.result = InferResult(std::move(per_entry), info_);
+    finish(std::move(outcome));
+  }
+
+  void finish_error(std::exception_ptr error) {
+    Outcome outcome;
+    outcome.error = std::move(error);
+    finish(std::move(outcome));
+  }
+
+  // The region goes back first and the client is told last: once told, it may be destroyed.
+  void finish(Outcome outcome) {
+    if (region_ && !region_lost_) client_.regions_->release(std::move(region_));
+    region_.reset();
+    flights_.clear();
+    info_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (outcome.error == nullptr && outcome.fallback_why.empty()) outcome.result.info() = info_;
+    outcome.info = info_;
+    RemoteClient& client = client_;
+    auto done = std::move(done_);
+    done(std::move(outcome));
+    client.call_finished();
+  }
+
+  RemoteClient& client_;
+  const std::shared_ptr<const CallRequest> request_;
+  std::function<void(Outcome)> done_;
+  const std::string where_;
+  const bool joined_;
+  const Clock::time_point start_;
+
+  std::mutex mutex_;  // flights_, completed_, next_, info_.bytes_sent while requests fly
+  std::shared_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::vector<std::vector<size_t>> groups_;
+  std::vector<std::vector<HostTensor>> answers_;
+  std::vector<size_t> todo_;  // groups still without an answer
+  std::vector<Placement> placements_;
+  std::vector<std::vector<OutputSlot>> slots_;
+  std::unique_ptr<detail::ClientRegion> region_;
+  bool region_lost_ = false;
+  std::vector<std::unique_ptr<Flight>> flights_;
+  size_t completed_ = 0, next_ = 0;
+  int attempt_ = 0;
+  CallInfo info_;
+  grpc::Status last_failure_;
+};
+
+namespace {
+
+// Request k of an attempt has finished.
+class FlightDone final : public CompletionEvent {
+ public:
+  FlightDone(std::shared_ptr<RemoteClient::AsyncCall> call, size_t index)
+      : call_(std::move(call)), index_(index) {}
+  void completed(bool ok) override {
+    const auto call = std::move(call_);
+    const size_t index = index_;
+    delete this;
+    call->flight_done(index, ok);
+  }
+
+ private:
+  std::shared_ptr<RemoteClient::AsyncCall> call_;
+  size_t index_;
+};
+
+// A call's backoff has passed.
+class RetryDue final : public CompletionEvent {
+ public:
+  explicit RetryDue(std::shared_ptr<RemoteClient::AsyncCall> call) : call_(std::move(call)) {}
+  grpc::Alarm& alarm() { return alarm_; }
+  void completed(bool ok) override {
+    const auto call = std::move(call_);
+    delete this;
+    call->retry_due(ok);
+  }
+
+ private:
+  std::shared_ptr<RemoteClient::AsyncCall> call_;
+  grpc::Alarm alarm_;
+};
+
+}  // namespace
+
+void RemoteClient::AsyncCall::launch(size_t k) {
+  const size_t g = todo_[k];
+  auto flight = std::make_unique<Flight>();
+  Flight& f = *flight;
+  f.request = make_request(*request_, groups_[g], client_.options_.model, client_.options_.version,
+                           client_.signature(), placements_[g], slots_[g]);
+  info_.bytes_sent += int64_t(f.request.ByteSizeLong());
+  if (request_->options.deadline)
+    f.context.set_deadline(std::chrono::system_clock::now() + *request_->options.deadline);
+  if (client_.connection_->gzip()) f.context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  flights_[k] = std::move(flight);
+  grpc::CompletionQueue& queue = client_.connection_->impl().completions;
+  f.reader = stub_->PrepareAsyncModelInfer(&f.context, f.request, &queue);
+  f.reader->StartCall();
+  f.reader->Finish(&f.response, &f.status, new FlightDone(shared_from_this(), k));
+}
+
+void RemoteClient::AsyncCall::schedule_retry(std::chrono::milliseconds backoff) {
+  auto* due = new RetryDue(shared_from_this());
+  due->alarm().Set(&client_.connection_->impl().completions,
+                   std::chrono::system_clock::now() + backoff, due);
+}
+
+void RemoteClient::start_remote(std::shared_ptr<const CallRequest> request,
+                                std::function<void(Outcome)> done) {
+  {
+    std::lock_guard lock(calls_mutex_);
+    ++calls_in_flight_;
+  }
+  std::make_shared<AsyncCall>(*this, std::move(request), std::move(done))->begin();
+}
+
+void RemoteClient::call_finished() {
+  std::lock_guard lock(calls_mutex_);
+  if (--calls_in_flight_ == 0) calls_done_.notify_all();
+}
+
+InferResult RemoteClient::execute(const CallRequest& request) {
+  const auto start = Clock::now();
+  if (on_fallback_ && !servers_back()) return run_on_fallback(request, CallInfo{}, "", start);
+  // The call runs on the completion threads; this thread waits (the request outlives the call).
+  auto promise = std::make_shared<std::promise<Outcome>>();
+  auto answered = promise->get_future();
+  start_remote(std::shared_ptr<const CallRequest>(&request, [](const CallRequest*) {}),
+               [promise](Outcome outcome) { promise->set_value(std::move(outcome)); });
+  Outcome outcome = answered.get();
+  if (!outcome.fallback_why.empty())
+    return run_on_fallback(request, outcome.info, outcome.fallback_why, start);
+  if (outcome.error) std::rethrow_exception(outcome.error);
+  return std::move(outcome.result);
+}
+
+void RemoteClient::start_async(std::shared_ptr<const CallRequest> request, Callback callback) {
+  // On the fallback the call runs in process, and the probe back to the servers blocks: both
+  // belong on the client's workers.
+  if (on_fallback_) return InferenceClient::start_async(std::move(request), std::move(callback));
+  const auto start = Clock::now();
+  start_remote(request, [this, request, callback, start](Outcome outcome) mutable {
+    if (outcome.fallback_why.empty())
+      return deliver(callback, std::move(outcome.result), outcome.error);
+    post_to_workers([this, request, callback, start, outcome = std::move(outcome)] {
+      InferResult result;
+      std::exception_ptr error;
+      try {
+        result = run_on_fallback(*request, outcome.info, outcome.fallback_why, start);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      deliver(callback, std::move(result), error);
+    });
+  });
 }
 
 bool RemoteClient::servers_back() {

@@ -13,9 +13,14 @@
 //    same repository), the call and later ones run on the fallback; every probe_interval a call
 //    first asks the servers whether the model is ready, and goes back to them when it is;
 //  - rectangular mode sends one request with the entries joined; ragged mode one request per
-//    entry, up to max_in_flight outstanding at once on the shared channel.
+//    entry, up to max_in_flight outstanding at once on the shared channel;
+//  - every call, blocking or asynchronous, runs on gRPC's asynchronous API and ends on the
+//    connection's completion threads (ConnectionOptions::completion_threads, 2): an asynchronous
+//    call in flight holds no thread (64 calls in flight, SONIC's ExternalWork pattern, on 2
+//    threads), and its callback runs on a completion thread.
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +37,9 @@ class RegionPool;
 struct ConnectionOptions {
   bool gzip = false;              // compress requests (responses come back as the server sends)
   std::string root_certificates;  // PEM; non-empty = TLS
+  // Threads that end every call on this connection (its gRPC completion queue): asynchronous
+  // callbacks run on them, so callbacks must be short and must not block.
+  int completion_threads = 2;
 };
 
 // One gRPC channel to a server: any number of clients and threads may share it.
@@ -64,7 +72,9 @@ struct RemoteOptions {
   std::function<std::unique_ptr<InferenceClient>()> fallback;
   std::chrono::milliseconds probe_interval{1'000};  // on the fallback: how often to ask again
   int max_in_flight = 8;  // ragged mode: requests outstanding at once per call
-  int async_threads = 8;
+  // Workers for asynchronous calls that run on the fallback (in process). Calls to the servers
+  // hold no thread while in flight: they end on the connection's completion threads.
+  int async_threads = 2;
   // Same-node server: inputs and outputs through system shared memory (regions this client
   // creates and registers once, reused by later calls) instead of the gRPC messages. Checked at
   // creation: a server that cannot open the client's region is kUnavailable there.
@@ -93,10 +103,18 @@ class RemoteClient final : public InferenceClient {
 
  protected:
   InferResult execute(const CallRequest& request) override;
+  void start_async(std::shared_ptr<const CallRequest> request, Callback callback) override;
+
+ public:
+  class AsyncCall;  // one call's requests and attempts on the completion queue (the .cc)
 
  private:
+  struct Outcome;
   RemoteClient(std::shared_ptr<RemoteConnection> connection, const RemoteOptions& options,
                models::ModelSignature signature);
+  // Sends the call's requests; `done` runs once on a completion thread with how they went.
+  void start_remote(std::shared_ptr<const CallRequest> request, std::function<void(Outcome)> done);
+  void call_finished();
   // On the fallback: true once a probe finds the model ready on a server again.
   bool servers_back();
   InferResult run_on_fallback(const CallRequest& request, const CallInfo& info,
@@ -110,6 +128,9 @@ class RemoteClient final : public InferenceClient {
   std::string fallback_reason_;
   std::atomic<int64_t> next_probe_ns_{0};        // steady clock
   std::unique_ptr<detail::RegionPool> regions_;  // shared_memory: free regions
+  std::mutex calls_mutex_;
+  std::condition_variable calls_done_;
+  int calls_in_flight_ = 0;  // started by start_remote, not yet finished
 };
 
 }  // namespace kaas::client

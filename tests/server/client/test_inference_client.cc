@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <span>
 #include <thread>
 
 #include "kaas/backends/backend.h"
@@ -267,6 +271,44 @@ TEST_F(ClientTest, AsynchronousCallsMatchSynchronousOnes) {
   }
   while (answered < int(planes.size())) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(by_callback, sync);
+}
+
+// SONIC's ExternalWork pattern: a framework with 64 events waiting on the server. The calls hold
+// no thread while in flight: every callback runs on one of the connection's 2 completion threads
+// (never on the thread that started the calls), and the answers are direct's bytes.
+TEST_F(ClientTest, SixtyFourAsynchronousCallsEndOnTheConnectionsTwoThreads) {
+  constexpr int kCalls = 64;
+  const auto patches = random_floats(int64_t(kCalls) * 48 * 48, 71, 0.0f, 3.0f);
+  auto view = [&](int i) {
+    return std::span<const float>(patches.data() + int64_t(i) * 48 * 48, 48 * 48);
+  };
+  auto d = direct("emtrkmichelid");
+  std::vector<std::vector<std::vector<std::byte>>> expected;
+  for (int i = 0; i < kCalls; ++i) {
+    d->set_input<float>("main_input", view(i), {1, 48, 48, 1});
+    expected.push_back(all_bytes(d->run(), kCnnOutputs));
+  }
+  auto r = remote("emtrkmichelid");
+  std::mutex mutex;
+  std::condition_variable all_answered;
+  int answered = 0;
+  std::set<std::thread::id> callback_threads;
+  std::vector<std::vector<std::vector<std::byte>>> got(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    r->set_input<float>("main_input", view(i), {1, 48, 48, 1});
+    r->run_async([&, i](InferResult result, std::exception_ptr error) {
+      const std::lock_guard lock(mutex);
+      if (!error) got[size_t(i)] = all_bytes(result, kCnnOutputs);
+      callback_threads.insert(std::this_thread::get_id());
+      if (++answered == kCalls) all_answered.notify_one();
+    });
+  }
+  std::unique_lock lock(mutex);
+  ASSERT_TRUE(
+      all_answered.wait_for(lock, std::chrono::seconds(120), [&] { return answered == kCalls; }));
+  EXPECT_EQ(got, expected);
+  EXPECT_LE(callback_threads.size(), 2u);
+  EXPECT_EQ(callback_threads.count(std::this_thread::get_id()), 0u);
 }
 
 TEST_F(ClientTest, ThreadsShareOneConnection) {
