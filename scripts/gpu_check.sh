@@ -101,7 +101,7 @@ if [[ ! -f "$deps/cli11/CLI/CLI.hpp" && -f /usr/include/CLI/CLI.hpp ]]; then
   mkdir -p "$deps/cli11" && cp -r /usr/include/CLI "$deps/cli11/CLI"
 fi
 hidden=()
-for package in Protobuf ONNX gRPC Boost OpenSSL ZLIB PNG nlohmann_json prometheus-cpp Eigen3 \
+for package in Protobuf ONNX gRPC Boost OpenSSL ZLIB PNG nlohmann_json prometheus-cpp Eigen3 TBB \
                benchmark GTest CLI11; do
   hidden+=("-DCMAKE_DISABLE_FIND_PACKAGE_$package=ON")
 done

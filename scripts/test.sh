@@ -130,7 +130,7 @@ cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE
 # fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
 # model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
 # cross-check) ran in step 1 and is not run again here.
-asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
+asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_tbb_backend test_backends test_kernels
               test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
               kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
               test_batch_pipeline test_shared_memory_registry)
