@@ -132,3 +132,13 @@ def test_float16_in_and_out(repository, server, tmp_path):
         assert np.array_equal(answer["indices"], reference["indices"])
     finally:
         assert served.stop() == 0
+
+
+@pytest.mark.skipif("tbb" not in kaas.backends(), reason="built without the tbb backend")
+def test_the_tbb_backend_gives_serials_bytes(repository):
+    """The reproducibility contract from Python: the tbb backend answers with serial's bytes."""
+    x = patches(16, seed=9)
+    on_serial = kaas.Client.direct(str(repository), EMTRK, backend="serial").run({"main_input": x})
+    on_tbb = kaas.Client.direct(str(repository), EMTRK, backend="tbb").run({"main_input": x})
+    for name in on_serial:
+        assert np.array_equal(on_serial[name], on_tbb[name]), name
