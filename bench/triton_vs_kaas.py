@@ -102,7 +102,7 @@ def main():
     rows = [in_process(args.infer, model_file, b, tmp) for b in (1, 16, 256)]
     for r in rows:
         print(json.dumps(r), flush=True)
-    kaas = KaasServer(args.server, tmp / "kaas")
+    kaas = KaasServer(args.server, tmp / "kaas", ["--allow-client-shm=true"])  # the shm point
     try:
         rows += measure("kaas-server", kaas.process.pid, kaas.grpc_url, args.loadgen, args.duration)
     finally:

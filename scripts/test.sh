@@ -125,12 +125,12 @@ cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE
   "${unity[@]}" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$asan_flags" \
   -DKAAS_SANITIZE=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_BUILD_BENCH=OFF \
-  -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
+  -DKAAS_ENABLE_TBB=OFF -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
 # What `ctest -L asan` runs (tests/CMakeLists.txt says which tests and why; a target missing here
 # fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
 # model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
 # cross-check) ran in step 1 and is not run again here.
-asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_tbb_backend test_backends test_kernels
+asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
               test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
               kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
               test_batch_pipeline test_shared_memory_registry)

@@ -76,7 +76,7 @@ class Service final : public inference::GRPCInferenceService::Service {
                         inference::ServerMetadataResponse* r) override {
     r->set_name(kServerName);
     r->set_version(kServerVersion);
-    for (const auto& e : server_extensions()) r->add_extensions(e);
+    for (const auto& e : server_extensions(state_.shared_memory->allowed())) r->add_extensions(e);
     return Status::OK;
   }
   Status ModelMetadata(ServerContext*, const inference::ModelMetadataRequest* q,

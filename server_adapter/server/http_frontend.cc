@@ -362,9 +362,10 @@ struct HttpFrontend::Impl {
       return reply_json(ready ? 200 : 503, json{{"ready", ready}});
     }
     if (e == "server")
-      return reply_json(200, json{{"name", kServerName},
-                                  {"version", kServerVersion},
-                                  {"extensions", server_extensions()}});
+      return reply_json(200,
+                        json{{"name", kServerName},
+                             {"version", kServerVersion},
+                             {"extensions", server_extensions(state.shared_memory->allowed())}});
     if (e == "stats" || e == "model/stats") return statistics(g);
     if (e == "model") return metadata(g);
     if (e == "model/ready") return model_ready(g);

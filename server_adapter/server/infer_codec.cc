@@ -142,6 +142,13 @@ SharedMemoryParameters grpc_shared_memory(const ParameterMap& params, const std:
   return p;
 }
 
+// An output named twice in one request is refused (as Triton since 2026): its reply would
+// carry the tensor twice, or two shared memory slices would compete for it.
+void refuse_repeated_output(const std::vector<std::string>& requested, const std::string& name) {
+  if (std::find(requested.begin(), requested.end(), name) != requested.end())
+    bad_request("output '" + escape_for_message(name) + "' is requested more than once");
+}
+
 RegionSlice find_slice(const SharedMemoryRegistry* registry, const SharedMemoryRef& ref,
                        const std::string& tensor) {
   if (registry == nullptr)
@@ -390,6 +397,7 @@ DecodedInfer decode_rest_infer(std::string_view body, std::optional<std::string_
     for (const auto& o : *outputs) {
       if (!o.is_object()) bad_request("each requested output must be a JSON object");
       const std::string name = string_member(o, "name", "a requested output");
+      refuse_repeated_output(decoded.requested, name);
       decoded.requested.push_back(name);
       const auto op = o.find("parameters");
       const bool has_flag = op != o.end() && op->is_object() && op->contains("binary_data");
@@ -445,6 +453,7 @@ DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q,
     decoded.request.timeout = std::chrono::microseconds(it->second.int64_param());
   }
   for (const auto& o : q.outputs()) {
+    refuse_repeated_output(decoded.requested, o.name());
     decoded.requested.push_back(o.name());
     const std::string where = "output '" + escape_for_message(o.name()) + "'";
     const auto ref = shared_memory_ref(grpc_shared_memory(o.parameters(), where), where);

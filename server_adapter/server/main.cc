@@ -1,7 +1,8 @@
 // kaas-server: serves a Triton-layout model repository over KServe v2 gRPC and REST, with
-// Prometheus metrics. SIGTERM / SIGINT: not ready (health NOT_SERVING) but still serving for
-// --drain-seconds, then stop accepting, answer every accepted request, exit 0. A second signal
-// exits at once (status 1).
+// Prometheus metrics. SIGTERM (what orchestrators send, then wait): not ready (health
+// NOT_SERVING) but still serving for --drain-seconds (3 s: balancers checking every second see
+// it), then stop accepting, answer every accepted request, exit 0. SIGINT (a person at a
+// terminal): the same without the not-ready period. A second signal exits at once (status 1).
 
 #include <CLI/CLI.hpp>
 
@@ -47,12 +48,22 @@ int main(int argc, char** argv) {
                  "OMP_NUM_THREADS or the cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  double drain_seconds = 0;
+  double drain_seconds = 3;
   app.add_option("--drain-seconds", drain_seconds,
-                 "after SIGTERM/SIGINT: seconds to report not ready (grpc.health.v1 NOT_SERVING) "
-                 "while still serving, so balancers and clients move away before it stops")
+                 "after SIGTERM: seconds to report not ready (grpc.health.v1 NOT_SERVING) "
+                 "while still serving, so balancers and clients move away before it stops "
+                 "(SIGINT stops without this period)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--allow-client-shm", options.client_shm.allowed,
+                 "let clients register system and CUDA shared memory regions (true/false). Any "
+                 "client that reaches the ports can then read and write any object this user can "
+                 "open: for trusted clients on the same node only")
+      ->capture_default_str();
+  app.add_option("--client-shm-key-prefixes", options.client_shm.key_prefixes,
+                 "with --allow-client-shm=true: the system shared memory keys clients may "
+                 "register start with one of these (comma-separated; default: any key)")
+      ->delimiter(',');
   int log_verbose = 0;
   app.add_option("--log-verbose", log_verbose,
                  "1: also log what happens to single requests (drops before execution, why)")
@@ -135,8 +146,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     int received = 0;
     sigwait(&signals, &received);
+    const double drain = received == SIGTERM ? drain_seconds : 0.0;
     std::printf("kaas-server: signal %d: not ready, serving for %g s more, then stopping\n",
-                received, drain_seconds);
+                received, drain);
     std::fflush(stdout);
     // A second signal ends the process at once, whatever the drain is waiting for.
     std::thread([signals] {
@@ -147,7 +159,7 @@ int main(int argc, char** argv) {
       std::_Exit(1);
     }).detach();
     server.begin_drain();
-    std::this_thread::sleep_for(std::chrono::duration<double>(drain_seconds));
+    std::this_thread::sleep_for(std::chrono::duration<double>(drain));
     std::printf("kaas-server: drain over: answering what is in flight, then exiting\n");
     std::fflush(stdout);
     server.shutdown();

@@ -21,7 +21,7 @@ Server::Server(const ServerOptions& options) {
   state_.backend_name = std::string(backend.name());
   memory_trimmer_ = std::make_unique<MemoryTrimmer>();
   state_.memory_trimmer = memory_trimmer_.get();
-  shared_memory_ = std::make_unique<SharedMemoryRegistry>(cuda_backend());
+  shared_memory_ = std::make_unique<SharedMemoryRegistry>(cuda_backend(), options.client_shm);
   state_.shared_memory = shared_memory_.get();
   repository_ =
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);

@@ -10,6 +10,7 @@
 #include "kaas/server_adapter/server/http_frontend.h"
 #include "kaas/server_adapter/server/metrics.h"
 #include "kaas/server_adapter/server/model_repository.h"
+#include "kaas/server_adapter/server/shared_memory.h"
 
 namespace kaas::server {
 
@@ -20,7 +21,8 @@ struct ServerOptions {
   int http_port = 8000, grpc_port = 8001, metrics_port = 8002;  // 0: pick a free port
   ModelControl control = ModelControl::kNone;
   std::string tls_cert_file, tls_key_file;
-  HttpServerOptions http;  // REST limits, timeouts and threads (host, port and TLS from above)
+  HttpServerOptions http;      // REST limits, timeouts and threads (host, port and TLS from above)
+  ClientShmPolicy client_shm;  // off by default (--allow-client-shm)
 };
 
 class Server {

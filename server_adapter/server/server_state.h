@@ -15,16 +15,19 @@ namespace kaas::server {
 inline constexpr const char* kServerName = "kaas";
 inline constexpr const char* kServerVersion = KAAS_VERSION;  // the CMake project version
 
-// Triton extension names kaas implements.
-inline const std::vector<std::string>& server_extensions() {
-  static const std::vector<std::string> extensions = {"model_configuration",
-                                                      "binary_tensor_data",
-                                                      "statistics",
-                                                      "model_repository",
-                                                      "model_repository(unload_dependents)",
-                                                      "parameters",
-                                                      "system_shared_memory",
-                                                      "cuda_shared_memory"};
+// Triton extension names kaas implements; the shared-memory ones only while client shared memory
+// is allowed (--allow-client-shm), as Triton advertises them.
+inline std::vector<std::string> server_extensions(bool client_shm) {
+  std::vector<std::string> extensions = {"model_configuration",
+                                         "binary_tensor_data",
+                                         "statistics",
+                                         "model_repository",
+                                         "model_repository(unload_dependents)",
+                                         "parameters"};
+  if (client_shm) {
+    extensions.emplace_back("system_shared_memory");
+    extensions.emplace_back("cuda_shared_memory");
+  }
   return extensions;
 }
 

@@ -151,7 +151,15 @@ void RegionSlice::write(std::span<const std::byte> bytes) const {
   region_->write(offset_, bytes.data(), bytes.size());
 }
 
-SharedMemoryRegistry::SharedMemoryRegistry(const Backend* cuda) : cuda_(cuda) {}
+SharedMemoryRegistry::SharedMemoryRegistry(const Backend* cuda, ClientShmPolicy policy)
+    : cuda_(cuda), policy_(std::move(policy)) {}
+
+void SharedMemoryRegistry::check_allowed(ErrorCode code) const {
+  if (!policy_.allowed)
+    fail(code,
+         "client shared memory is off on this server (start kaas-server with "
+         "--allow-client-shm=true to allow it, for trusted clients on the same node)");
+}
 SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 
 void SharedMemoryRegistry::add(std::shared_ptr<SharedMemoryRegion> region) {
@@ -166,7 +174,23 @@ void SharedMemoryRegistry::add(std::shared_ptr<SharedMemoryRegion> region) {
 
 void SharedMemoryRegistry::register_system(const std::string& name, const std::string& key,
                                            uint64_t offset, uint64_t byte_size) {
+  check_allowed();
   if (name.empty()) fail(ErrorCode::kInvalidArgument, "shared memory region name is empty");
+  if (!policy_.key_prefixes.empty()) {
+    const std::string_view bare = std::string_view(key).substr(key.rfind('/', 0) == 0 ? 1 : 0);
+    bool listed = false;
+    std::string allowed;
+    for (const std::string& prefix : policy_.key_prefixes) {
+      const std::string_view p = std::string_view(prefix).substr(prefix.rfind('/', 0) == 0 ? 1 : 0);
+      listed = listed || bare.substr(0, p.size()) == p;
+      allowed += (allowed.empty() ? "" : ", ") + in_quotes(prefix);
+    }
+    if (!listed)
+      fail(ErrorCode::kInvalidArgument, "system shared memory region " + in_quotes(name) +
+                                            ": key " + in_quotes(key) +
+                                            " does not start with an allowed prefix (" + allowed +
+                                            ", --client-shm-key-prefixes)");
+  }
   if (byte_size == 0)
     fail(ErrorCode::kInvalidArgument,
          "system shared memory region " + in_quotes(name) + ": byte_size must be > 0");
@@ -186,6 +210,7 @@ void SharedMemoryRegistry::register_system(const std::string& name, const std::s
 void SharedMemoryRegistry::register_cuda(const std::string& name,
                                          std::span<const std::byte> raw_handle, int64_t device_id,
                                          uint64_t byte_size) {
+  check_allowed();
   const std::string where = "CUDA shared memory region " + in_quotes(name);
   if (name.empty()) fail(ErrorCode::kInvalidArgument, "shared memory region name is empty");
   if (cuda_ == nullptr)
@@ -206,6 +231,7 @@ void SharedMemoryRegistry::register_cuda(const std::string& name,
 }
 
 void SharedMemoryRegistry::unregister(RegionKind kind, const std::string& name) {
+  check_allowed();
   std::vector<std::shared_ptr<SharedMemoryRegion>> released;  // unmapped outside the lock
   std::string busy;
   {
@@ -236,6 +262,7 @@ void SharedMemoryRegistry::unregister(RegionKind kind, const std::string& name) 
 
 std::vector<RegionStatus> SharedMemoryRegistry::status(RegionKind kind,
                                                        const std::string& name) const {
+  check_allowed();
   const std::lock_guard lock(mutex_);
   std::vector<RegionStatus> out;
   for (const auto& [region_name, region] : regions_) {
@@ -250,6 +277,7 @@ std::vector<RegionStatus> SharedMemoryRegistry::status(RegionKind kind,
 
 RegionSlice SharedMemoryRegistry::slice(const SharedMemoryRef& ref,
                                         const std::string& tensor) const {
+  check_allowed(ErrorCode::kInvalidArgument);  // the request's fault: not worth a retry
   std::shared_ptr<SharedMemoryRegion> region;
   {
     const std::lock_guard lock(mutex_);

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "kaas/common/error.h"
+
 namespace kaas {
 class Backend;
 }
@@ -23,6 +25,16 @@ class Backend;
 namespace kaas::server {
 
 enum class RegionKind { kSystem, kCuda };
+
+// Who may use client shared memory. Off by default, as in Triton since 2.69 (26.05): when on,
+// any client that reaches the server's ports can read and write any object the server's user
+// can open (system shared memory by key) -- for trusted clients on the same node only, as
+// SonicTriton's local mode. `key_prefixes`, when not empty, limits the system keys a client may
+// register to those starting with one of them (the leading '/' of a POSIX key ignored).
+struct ClientShmPolicy {
+  bool allowed = false;
+  std::vector<std::string> key_prefixes;
+};
 
 struct RegionStatus {
   std::string name;
@@ -61,8 +73,10 @@ struct SharedMemoryRef {
 
 class SharedMemoryRegistry {
  public:
-  // `cuda`: the backend that opens CUDA IPC handles (nullptr: a build without CUDA).
-  explicit SharedMemoryRegistry(const Backend* cuda);
+  // `cuda`: the backend that opens CUDA IPC handles (nullptr: a build without CUDA). With client
+  // shared memory off, every call below fails with kUnavailable naming the flag that turns it on.
+  SharedMemoryRegistry(const Backend* cuda, ClientShmPolicy policy);
+  bool allowed() const { return policy_.allowed; }
   ~SharedMemoryRegistry();
 
   // kAlreadyExists for a name in use, kNotFound for a key that cannot be opened,
@@ -86,8 +100,10 @@ class SharedMemoryRegistry {
 
  private:
   void add(std::shared_ptr<SharedMemoryRegion> region);
+  void check_allowed(ErrorCode code = ErrorCode::kUnavailable) const;
 
   const Backend* cuda_;
+  const ClientShmPolicy policy_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_;
 };

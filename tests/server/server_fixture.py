@@ -112,10 +112,14 @@ def stop_all(servers, timeout=90):
 
 
 class KaasServer(ServerProcess):
-    def __init__(self, server_bin, repository, extra_args=(), backend=None, ports=(0, 0, 0)):
+    def __init__(self, server_bin, repository, extra_args=(), backend=None, ports=(0, 0, 0),
+                 drain_seconds=0):
         """ports: (http, gRPC, metrics), 0 = any free one; fixed ports let a restarted server
-        take its predecessor's place."""
+        take its predecessor's place. drain_seconds: --drain-seconds after SIGTERM (0: the tests
+        stop at once; None: kaas-server's default)."""
         backend = backend or test_backend()
+        if drain_seconds is not None:
+            extra_args = [*extra_args, "--drain-seconds", str(drain_seconds)]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="kaas-server-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
             [server_bin, "--model-repository", str(repository), "--http-port", str(ports[0]),

@@ -2,8 +2,10 @@
 """The shipped balancer configurations in front of several kaas-servers, on loopback, with
 kaas::client callers (kaas-client-load) sending through the balancer's one address:
 
-haproxy (deploy/haproxy/kaas.cfg): servers added at run time through the admin socket, kill -9 of
-one of three under 16 clients fails no call, a server taken out at run time gets no more requests.
+haproxy (deploy/haproxy/kaas.cfg): servers added at run time through the admin socket; SIGTERM to
+one of three kaas-servers with default flags (its default drain) under 8 clients fails no call;
+kill -9 of one of three under 16 clients fails no call; a server taken out at run time gets no
+more requests.
 nginx (deploy/nginx/kaas-grpc.conf): a server added by rewriting the upstream file and reloading
 takes traffic, kill -9 of one of two under load fails no call.
 
@@ -38,6 +40,19 @@ def haproxy(fleet, repo, args, tmp):
             answers = lb.add(i + 1, http, grpc)
             check(answers == ["New server registered.", "", ""], f"haproxy: server {i} added at run time: {answers}")
         check(wait_for(lambda: lb.servers_up() >= 3), "haproxy: three servers added at run time are UP")
+
+        # kaas-server's default drain (SIGTERM: not ready for 3 s, still serving) is long enough
+        # for haproxy's checks (every 200 ms) to take it out before it stops accepting.
+        load = Load(args.client_load, repo, lb.address, seconds=5, clients=8)
+        drained = fleet.servers[2]
+        drained.process.send_signal(signal.SIGTERM)
+        code = drained.process.wait(timeout=60)
+        summary, _ = load.result()
+        answers_ok("haproxy: SIGTERM to one of 3, default flags, 8 clients", summary)
+        check(code == 0 and "serving for 3 s more" in drained.output(),
+              f"haproxy: the SIGTERM'd server drained 3 s by default and exited with {code}")
+        fleet.servers[2] = fleet.start(2)
+        check(wait_for(lambda: lb.servers_up() >= 3, 60), "haproxy: the drained server, restarted, is UP again")
 
         # The callers have run for a second when Load returns; 2.5 s of calls after the kill.
         load = Load(args.client_load, repo, lb.address, seconds=5)
@@ -107,7 +122,7 @@ def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-balancers-"))
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
-    fleet = Fleet(args.server, repo, 3)
+    fleet = Fleet(args.server, repo, 3, drain_seconds=None)  # kaas-server's default drain
     try:
         haproxy(fleet, repo, args, tmp)
         for i in (0, 1):

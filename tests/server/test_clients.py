@@ -27,7 +27,8 @@ from server_fixture import (KaasServer, check, expect_error, failures, test_back
                             write_repository)
 
 EMTRK = "emtrkmichelid"
-EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
+SOFTMAX = "em_trk_none_netout/Softmax"
+EMTRK_OUTPUTS = [SOFTMAX, "michel_netout/Sigmoid"]
 def in_process(infer_bin, model, patches, tmp):
     """kaas-infer on the same model file, planned for the same max batch as the server."""
     np.save(tmp / "in.npy", patches)
@@ -170,6 +171,10 @@ def run(server, repo, tmp, args):
         ("duplicate input", lambda: g.infer("knn", [kin[0], kin[0], kin[1]]), "twice", ["INVALID_ARG"]),
         ("oversized batch", bad_infer("main_input", "FP32", [1025, 48, 48, 1], np.zeros((1025, 48, 48, 1), np.float32)), "batch size", ["INVALID_ARG"]),
         ("unknown output", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])], outputs=[grpcclient.InferRequestedOutput("nope")]), "no output", ["INVALID_ARG"]),
+        ("gRPC output requested twice", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])],
+                                                         outputs=[grpcclient.InferRequestedOutput(SOFTMAX),
+                                                                  grpcclient.InferRequestedOutput(SOFTMAX)]),
+         "requested more than once", ["INVALID_ARG"]),
     ]
     # A queue timeout shorter than the batcher's delay: the request expires before it runs.
     cases.append(("queue timeout", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])], timeout=1),
@@ -187,6 +192,11 @@ def run(server, repo, tmp, args):
     bomb = gzip.compress(b"\0" * (1100 << 20))  # 1.1 GB of zeros in ~1 MB
     status, body = raw_http(server.http_url, f"/v2/models/{EMTRK}/infer", bomb, {"Content-Encoding": "gzip"})
     check(status in (400, 413) and b"larger than" in body, f"HTTP gzip bomb: {status} {body[:80]!r}")
+    twice = (b'{"inputs":[{"name":"main_input","shape":[1,48,48,1],"datatype":"FP32","data":[' +
+             b",".join([b"0"] * 2304) + b']}],"outputs":[{"name":"' + SOFTMAX.encode() + b'"},{"name":"' +
+             SOFTMAX.encode() + b'"}]}')
+    status, body = raw_http(server.http_url, f"/v2/models/{EMTRK}/infer", twice)
+    check(status == 400 and b"requested more than once" in body, f"HTTP output requested twice: {status} {body[:100]!r}")
     status, body = raw_http(server.http_url, "/v2/models/nope/infer", b"{}")
     check(status == 404 and b"unknown model" in body, f"HTTP unknown model: {status}")
     check(good(), "after the HTTP battery: a good request succeeds")

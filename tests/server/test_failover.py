@@ -33,9 +33,11 @@ DRAIN_SECONDS = 2
 class Fleet:
     """kaas-servers on fixed ports, so that a restarted one takes its predecessor's place."""
 
-    def __init__(self, server_bin, repository, count, running=None):
-        """`count` servers' ports; the first `running` (all by default) started now."""
+    def __init__(self, server_bin, repository, count, running=None, drain_seconds=DRAIN_SECONDS):
+        """`count` servers' ports; the first `running` (all by default) started now; each drains
+        `drain_seconds` after SIGTERM (None: kaas-server's default)."""
         self.server_bin, self.repository = server_bin, repository
+        self.drain_seconds = drain_seconds
         self.ports = [free_ports(3) for _ in range(count)]
         self.started = [False] * count
         self.servers = [self.start(i) if i < (count if running is None else running) else None
@@ -48,8 +50,8 @@ class Fleet:
         for attempt in range(3):
             try:
                 server = KaasServer(self.server_bin, self.repository, ports=self.ports[i],
-                                    extra_args=["--threads", "1", "--drain-seconds",
-                                                str(DRAIN_SECONDS)])
+                                    extra_args=["--threads", "1"],
+                                    drain_seconds=self.drain_seconds)
                 self.started[i] = True
                 return server
             except RuntimeError as e:

@@ -7,6 +7,10 @@ for comparison, the real tritonserver with the kaas backend:
   - a SonicTriton-like sequence: regions registered once and reused by many inferences, grown
     (unregister, bigger region, register again) when a batch no longer fits, unregistered at the
     end;
+  - client shared memory is off unless kaas-server is started with --allow-client-shm=true (as
+    Triton since 2.69): the extensions are not advertised, registering and status are refused
+    (UNAVAILABLE / 503, naming the flag), an inference naming a region is INVALID_ARGUMENT / 400,
+    and plain inference still works;
   - hostile requests to kaas-server, each a clear error with the status Triton gives, the server
     still serving afterwards: duplicate name, unknown or malformed key, region beyond the object,
     unknown region, offset + size beyond the region, a byte size that disagrees with the tensor,
@@ -231,6 +235,35 @@ def hostile(server, regions, rng):
     check(ref[0].shape == (2, 3) and g.is_server_live(), "kaas-server still serves after every hostile request")
 
 
+def off_by_default(server, regions, rng):
+    """kaas-server with default flags: no client shared memory."""
+    g = grpcclient.InferenceServerClient(server.grpc_url)
+    h = httpclient.InferenceServerClient(server.http_url)
+    for proto, client in (("gRPC", g), ("HTTP", h)):
+        metadata = client.get_server_metadata()
+        extensions = metadata.extensions if proto == "gRPC" else metadata["extensions"]
+        check("system_shared_memory" not in extensions and "cuda_shared_memory" not in extensions,
+              f"off by default: {proto} server metadata advertises no shared memory {list(extensions)}")
+    patches = rng.uniform(-5, 15, size=(2, 48, 48, 1)).astype(np.float32)
+    in_handle, in_key = regions.create("off_in", patches.nbytes)
+    shm.set_shared_memory_region(in_handle, [patches])
+    flag = "--allow-client-shm=true"
+    expect_error("off by default: gRPC register", lambda: g.register_system_shared_memory("off_in", in_key, patches.nbytes),
+                 flag, ["UNAVAILABLE"])
+    expect_error("off by default: HTTP register", lambda: h.register_system_shared_memory("off_in", in_key, patches.nbytes),
+                 flag, ["503"])
+    expect_error("off by default: gRPC status", lambda: g.get_system_shared_memory_status(), flag, ["UNAVAILABLE"])
+    expect_error("off by default: gRPC CUDA register", lambda: g.register_cuda_shared_memory("c", b"\0" * 64, 0, 64),
+                 flag, ["UNAVAILABLE"])
+    for proto, client, module, codes in (("gRPC", g, grpcclient, ["INVALID_ARGUMENT"]),
+                                         ("HTTP", h, httpclient, ["400"])):
+        i = module.InferInput("main_input", list(patches.shape), "FP32")
+        i.set_shared_memory("off_in", patches.nbytes)
+        expect_error(f"off by default: {proto} infer naming a region", lambda: client.infer(EMTRK, [i]), flag, codes)
+    ref = plain(g, grpcclient, patches)
+    check(ref[0].shape == (2, 3), "off by default: plain inference is served")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -241,7 +274,13 @@ def main():
     write_repository(args.make_repository, tmp / "kaas-repo")
     rng = np.random.default_rng(32)
     regions = Regions()
-    kaas = KaasServer(args.server, tmp / "kaas-repo")
+    off = KaasServer(args.server, tmp / "kaas-repo")
+    try:
+        off_by_default(off, regions, rng)
+    finally:
+        regions.destroy_all()
+        off.stop()
+    kaas = KaasServer(args.server, tmp / "kaas-repo", ["--allow-client-shm=true"])
     try:
         round_trip("kaas-server", kaas, regions, rng)
         sonic_sequence(kaas, regions, rng)

@@ -103,6 +103,7 @@ class ClientTest : public ::testing::Test {
     options.model_repository = repository_->string();
     options.backend = std::string(backend().name());
     options.http_port = options.grpc_port = options.metrics_port = 0;
+    options.client_shm.allowed = true;  // SharedMemoryGivesTheSameOutputsAsMessages
     server_ = std::make_unique<server::Server>(options);
     url_ = "127.0.0.1:" + std::to_string(server_->grpc_port());
   }

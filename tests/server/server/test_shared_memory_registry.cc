@@ -1,5 +1,6 @@
 // SharedMemoryRegistry on its own: slices read and write exactly their bytes, every offset and
-// size is checked (overflow included), and a region in use cannot be unregistered. The protocol
+// size is checked (overflow included), a region in use cannot be unregistered, nothing works
+// while client shared memory is off, and an allow-list of key prefixes is enforced. The protocol
 // side (tritonclient against kaas-server and tritonserver) is test_shared_memory.py.
 
 #include <fcntl.h>
@@ -40,6 +41,8 @@ class ShmObject {
   std::string key_;
 };
 
+const ClientShmPolicy kAllowed{true, {}};
+
 ErrorCode code_of(auto&& call) {
   try {
     call();
@@ -52,7 +55,7 @@ ErrorCode code_of(auto&& call) {
 
 TEST(SharedMemoryRegistry, SliceReadsAndWritesItsBytesAtAnUnalignedOffset) {
   ShmObject object(3 * 4096);
-  SharedMemoryRegistry registry(nullptr);
+  SharedMemoryRegistry registry(nullptr, kAllowed);
   registry.register_system("r", object.key(), 4100, 1000);  // not page aligned
   const RegionSlice slice = registry.slice({"r", 10, 20}, "t");
   std::vector<std::byte> got(20);
@@ -68,7 +71,7 @@ TEST(SharedMemoryRegistry, SliceReadsAndWritesItsBytesAtAnUnalignedOffset) {
 
 TEST(SharedMemoryRegistry, OffsetsAndSizesBeyondTheRegionAreRejected) {
   ShmObject object(4096);
-  SharedMemoryRegistry registry(nullptr);
+  SharedMemoryRegistry registry(nullptr, kAllowed);
   EXPECT_EQ(code_of([&] { registry.register_system("r", object.key(), 4000, 100); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { registry.register_system("r", object.key(), UINT64_MAX, 2); }),
@@ -92,7 +95,7 @@ TEST(SharedMemoryRegistry, OffsetsAndSizesBeyondTheRegionAreRejected) {
 
 TEST(SharedMemoryRegistry, ARegionInUseIsNotUnregistered) {
   ShmObject a(4096), b(4096);
-  SharedMemoryRegistry registry(nullptr);
+  SharedMemoryRegistry registry(nullptr, kAllowed);
   registry.register_system("a", a.key(), 0, 4096);
   registry.register_system("b", b.key(), 0, 4096);
   EXPECT_EQ(code_of([&] { registry.register_system("a", b.key(), 0, 16); }),
@@ -123,7 +126,7 @@ TEST(SharedMemoryRegistry, ARegionInUseIsNotUnregistered) {
 // a fault, and is not grown back by a write.
 TEST(SharedMemoryRegistry, AnObjectTruncatedAfterRegistrationIsAnError) {
   ShmObject object(8192);
-  SharedMemoryRegistry registry(nullptr);
+  SharedMemoryRegistry registry(nullptr, kAllowed);
   registry.register_system("r", object.key(), 4096, 4096);
   const RegionSlice slice = registry.slice({"r", 0, 4096}, "t");
   const int fd = shm_open(object.key().c_str(), O_RDWR, 0);
@@ -139,11 +142,47 @@ TEST(SharedMemoryRegistry, AnObjectTruncatedAfterRegistrationIsAnError) {
 }
 
 TEST(SharedMemoryRegistry, CudaRegionsNeedACudaBuild) {
-  SharedMemoryRegistry registry(nullptr);
+  SharedMemoryRegistry registry(nullptr, kAllowed);
   const std::vector<std::byte> handle(64);
   EXPECT_EQ(code_of([&] { registry.register_cuda("c", handle, 0, 64); }),
             ErrorCode::kUnimplemented);
   EXPECT_TRUE(registry.status(RegionKind::kCuda, "").empty());
+}
+
+TEST(SharedMemoryRegistry, OffByDefaultEveryCallIsRefusedNamingTheFlag) {
+  ShmObject object(4096);
+  SharedMemoryRegistry registry(nullptr, ClientShmPolicy{});
+  EXPECT_FALSE(registry.allowed());
+  try {
+    registry.register_system("r", object.key(), 0, 64);
+    ADD_FAILURE() << "registered with client shared memory off";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("--allow-client-shm=true"), std::string::npos) << e.what();
+  }
+  const std::vector<std::byte> handle(64);
+  EXPECT_EQ(code_of([&] { registry.register_cuda("c", handle, 0, 64); }), ErrorCode::kUnavailable);
+  EXPECT_EQ(code_of([&] { registry.status(RegionKind::kSystem, ""); }), ErrorCode::kUnavailable);
+  EXPECT_EQ(code_of([&] { registry.unregister(RegionKind::kSystem, ""); }),
+            ErrorCode::kUnavailable);
+  // A tensor naming a region is the request's fault: INVALID_ARGUMENT, not worth a retry.
+  EXPECT_EQ(code_of([&] { registry.slice({"r", 0, 8}, "t"); }), ErrorCode::kInvalidArgument);
+}
+
+TEST(SharedMemoryRegistry, KeysOutsideTheAllowedPrefixesAreRefused) {
+  ShmObject object(4096);  // key /kaas_registry_test_<pid>_<n>
+  SharedMemoryRegistry registry(nullptr, ClientShmPolicy{true, {"/other_", "kaas_registry_test_"}});
+  registry.register_system("allowed", object.key(), 0, 64);  // the leading '/' is not compared
+  EXPECT_EQ(registry.status(RegionKind::kSystem, "allowed").size(), 1u);
+  SharedMemoryRegistry strict(nullptr, ClientShmPolicy{true, {"/sonic_"}});
+  try {
+    strict.register_system("refused", object.key(), 0, 64);
+    ADD_FAILURE() << "a key outside the prefixes was registered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'/sonic_'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(strict.status(RegionKind::kSystem, "").empty());
 }
 
 }  // namespace
