@@ -289,7 +289,7 @@ GrpcFrontend::GrpcFrontend(ServerState& state, const GrpcOptions& options)
   }
   builder.AddListeningPort(options.host + ":" + std::to_string(options.port), credentials,
                            &impl_->port);
-  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxReceiveMessageSize(int(std::min<size_t>(options.max_receive_bytes, INT_MAX)));
   builder.SetMaxSendMessageSize(INT_MAX);
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();

@@ -14,6 +14,9 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;
   std::string tls_cert_file, tls_key_file;  // both set: TLS
+  // Largest message received, after decompression (gRPC refuses larger ones with
+  // RESOURCE_EXHAUSTED before they reach a handler).
+  size_t max_receive_bytes = size_t(65) << 20;
 };
 
 class GrpcFrontend {

@@ -37,6 +37,9 @@ std::string inflate_body(const std::string& body, const std::string& encoding, s
   if (inflateInit2(&z, 15 + 32) != Z_OK)  // 15 + 32: zlib or gzip header, detected
     throw Error(ErrorCode::kInternal, "zlib: cannot initialise inflate");
   std::string out;
+  // Reserved once: pages are touched only as bytes arrive, and a growing string would briefly
+  // hold its old and new copies (up to 3x what was inflated).
+  out.reserve(limit);
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
   z.avail_in = uInt(body.size());
   int status = Z_OK;
@@ -48,8 +51,10 @@ std::string inflate_body(const std::string& body, const std::string& encoding, s
     const size_t produced = sizeof(chunk) - z.avail_out;
     if (out.size() + produced > limit) {
       inflateEnd(&z);
-      throw Error(ErrorCode::kInvalidArgument, "request body larger than " + std::to_string(limit) +
-                                                   " bytes (after decompression)");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "request body larger than " + std::to_string(limit) +
+                      " bytes after decompression (this model's requests are at most that; "
+                      "--max-request-bytes)");
     }
     out.append(chunk, produced);
     if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended early
@@ -213,10 +218,24 @@ struct HttpFrontend::Impl {
     }
   }
 
-  std::string decoded_body(const HttpRequest& req) {
+  // A compressed control body (repository, shared memory: small JSON) inflates to at most
+  // `limit` bytes.
+  std::string decoded_body(const HttpRequest& req, size_t limit = size_t(1) << 20) {
     const auto encoding = req.header("Content-Encoding");
     if (!encoding || *encoding == "identity") return req.body;
-    return inflate_body(req.body, std::string(*encoding), options.max_body_bytes);
+    return inflate_body(req.body, std::string(*encoding), std::min(limit, options.max_body_bytes));
+  }
+
+  // An inference body inflates only as far as the model could use: its request limit, plus the
+  // JSON header of a binary body, or (a JSON body, numbers as text) 6 bytes of text per byte of
+  // tensor (a float32 as "-1.2345678e-05, ": 16 characters).
+  std::string inference_body(const HttpRequest& req, const ServedModel& model) {
+    const size_t tensors =
+        request_byte_limit(model.scheduler->signature(), state.max_request_bytes);
+    const size_t headroom = size_t(1) << 20;
+    return decoded_body(req, req.header("Inference-Header-Content-Length")
+                                 ? tensors + headroom
+                                 : 6 * tensors + headroom);
   }
 
   HttpResponse infer(const HttpRequest& req, const Groups& g) {
@@ -224,7 +243,7 @@ struct HttpFrontend::Impl {
       throw Error(ErrorCode::kUnavailable, "the server is shutting down");
     MemoryTrimmer::Scope trim_after(state.memory_trimmer, int64_t(req.body.size()));
     const auto model = model_of(g);
-    const std::string body = decoded_body(req);
+    const std::string body = inference_body(req, *model);
     trim_after.at_least(int64_t(body.size()));
     DecodedInfer decoded =
         decode_rest_infer(body, req.header("Inference-Header-Content-Length"), state.shared_memory);

@@ -55,6 +55,12 @@ int main(int argc, char** argv) {
                  "(SIGINT stops without this period)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-request-bytes", options.max_request_bytes,
+                 "largest inference request, its tensors' bytes: gRPC messages (after "
+                 "decompression) and compressed REST bodies stop there; a model whose inputs all "
+                 "have fixed shapes is limited to its max batch of them")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1) << 16, size_t(1) << 31));
   app.add_option("--allow-client-shm", options.client_shm.allowed,
                  "let clients register system and CUDA shared memory regions (true/false). Any "
                  "client that reaches the ports can then read and write any object this user can "

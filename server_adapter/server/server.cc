@@ -23,12 +23,13 @@ Server::Server(const ServerOptions& options) {
   state_.memory_trimmer = memory_trimmer_.get();
   shared_memory_ = std::make_unique<SharedMemoryRegistry>(cuda_backend(), options.client_shm);
   state_.shared_memory = shared_memory_.get();
+  state_.max_request_bytes = options.max_request_bytes;
   repository_ =
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
   state_.repository = repository_.get();
   grpc_ = std::make_unique<GrpcFrontend>(
-      state_,
-      GrpcOptions{options.host, options.grpc_port, options.tls_cert_file, options.tls_key_file});
+      state_, GrpcOptions{options.host, options.grpc_port, options.tls_cert_file,
+                          options.tls_key_file, options.max_request_bytes + (size_t(1) << 20)});
   HttpServerOptions http = options.http;
   http.host = options.host;
   http.port = options.http_port;

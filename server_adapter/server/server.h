@@ -23,6 +23,9 @@ struct ServerOptions {
   std::string tls_cert_file, tls_key_file;
   HttpServerOptions http;      // REST limits, timeouts and threads (host, port and TLS from above)
   ClientShmPolicy client_shm;  // off by default (--allow-client-shm)
+  // The largest inference request's tensor bytes (--max-request-bytes): gRPC's receive limit
+  // (plus 1 MiB for the message around them) and the most a compressed REST body inflates to.
+  size_t max_request_bytes = size_t(64) << 20;
 };
 
 class Server {
