@@ -30,6 +30,13 @@ class KnnModel final : public Model {
     return {"knn k=" + std::to_string(options_.k)};
   }
 
+  // Every output has one row per point.
+  std::optional<int64_t> output_rows(std::span<const TensorView> inputs) const override {
+    for (const TensorView& t : inputs)
+      if (t.name == "points" && !t.shape.empty()) return t.shape.front();
+    return std::nullopt;
+  }
+
   using Model::run;
   std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     const CheckedInputs in = check_inputs(signature_, inputs, name_);

@@ -67,6 +67,13 @@ class MichelFromImage final : public Model {
     return last_run_;
   }
 
+  // Every output has one row per hit.
+  std::optional<int64_t> output_rows(std::span<const TensorView> inputs) const override {
+    for (const TensorView& t : inputs)
+      if (t.name == "hit_wire" && !t.shape.empty()) return t.shape.front();
+    return std::nullopt;
+  }
+
   using Model::run;
   std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     const CheckedInputs in = check_inputs(signature_, inputs, name_);

@@ -117,6 +117,9 @@ class BoundaryModel final : public models::Model {
     return lines;
   }
 
+  std::optional<int64_t> output_rows(std::span<const TensorView> inputs) const override {
+    return inner_->output_rows(inputs);
+  }
   std::vector<HostTensor> run(std::span<const TensorView> inputs) override {
     // The wire types first (an FP32 tensor sent for a declared FP16 input is an error, not
     // passed through), then the model checks the widened inputs as it always does.

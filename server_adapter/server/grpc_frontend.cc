@@ -139,6 +139,9 @@ class Service final : public inference::GRPCInferenceService::Service {
       DecodedInfer decoded = decode_grpc_infer(*q, state_.shared_memory);
       // Unknown requested outputs fail before the request is queued.
       check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
+      check_reply_bytes(decoded, model->scheduler->signature(),
+                        model->scheduler->output_rows(models::views_of(decoded.request.inputs)),
+                        state_.max_response_bytes, model->name, false);
       // The deadline and the client's presence travel with the request: the scheduler drops
       // it, unexecuted, once nobody waits for the answer.
       const auto deadline = context->deadline();

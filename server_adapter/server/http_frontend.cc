@@ -249,6 +249,9 @@ struct HttpFrontend::Impl {
         decode_rest_infer(body, req.header("Inference-Header-Content-Length"), state.shared_memory);
     check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
     check_json_outputs(decoded, model->scheduler->signature());
+    check_reply_bytes(decoded, model->scheduler->signature(),
+                      model->scheduler->output_rows(models::views_of(decoded.request.inputs)),
+                      state.max_response_bytes, model->name, true);
     const auto outputs = model->scheduler->submit(std::move(decoded.request)).get();
     RestReply reply = encode_rest_infer(decoded, outputs, model->name, model->version);
     if (reply.header_length == reply.body.size())

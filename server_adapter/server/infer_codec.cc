@@ -463,6 +463,42 @@ DecodedInfer decode_grpc_infer(const inference::ModelInferRequest& q,
   return decoded;
 }
 
+void check_reply_bytes(const DecodedInfer& decoded, const models::ModelSignature& signature,
+                       std::optional<int64_t> rows, size_t limit, const std::string& model,
+                       bool rest) {
+  constexpr double kJsonCharactersPerElement = 24;  // "-1.2345678901234567e-05,"
+  double bytes = 0;
+  for (const auto& spec : signature.outputs) {
+    bool asked = decoded.requested.empty(), binary = !rest || decoded.all_binary;
+    for (size_t i = 0; i < decoded.requested.size(); ++i) {
+      if (decoded.requested[i] != spec.name) continue;
+      if (decoded.output_slices[i]) break;  // written into a client's region, not the reply
+      asked = true;
+      binary = !rest || decoded.binary_output[i];
+    }
+    if (!asked) continue;
+    double elements = 1;
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      if (spec.shape[d] >= 0) {
+        elements *= double(spec.shape[d]);
+      } else if (d == 0 && rows) {
+        elements *= double(std::max<int64_t>(*rows, 0));
+      } else {
+        return;  // known only once it has run
+      }
+    }
+    bytes += binary ? elements * double(models::element_size(spec.dtype))
+                    : elements * kJsonCharactersPerElement;
+  }
+  if (bytes > double(limit))
+    throw Error(ErrorCode::kInvalidArgument,
+                "model '" + model + "': the requested outputs would be " +
+                    std::to_string(int64_t(bytes)) + " bytes" + (rest ? " (JSON as text)" : "") +
+                    ", more than this server's limit of " + std::to_string(limit) +
+                    " (--max-response-bytes): send fewer rows, ask for fewer outputs" +
+                    (rest ? " or for binary data" : ""));
+}
+
 void check_json_outputs(const DecodedInfer& decoded, const models::ModelSignature& signature) {
   for (const auto& spec : signature.outputs) {
     if (!is_half(spec.dtype)) continue;

@@ -59,6 +59,14 @@ void encode_grpc_infer(const DecodedInfer& decoded, const std::vector<HostTensor
                        const std::string& model, int64_t version, const std::string& id,
                        inference::ModelInferResponse& response);
 
+// Rejects (kInvalidArgument, before the model runs) a request whose reply would carry more than
+// `limit` bytes: the requested outputs (not those going to shared memory) for `rows` rows of
+// the leading variable dimension, as binary data or, for REST outputs sent as JSON, as text (24
+// characters per element at most). Unknown rows or dimensions: not checked here.
+void check_reply_bytes(const DecodedInfer& decoded, const models::ModelSignature& signature,
+                       std::optional<int64_t> rows, size_t limit, const std::string& model,
+                       bool rest);
+
 // REST: rejects (kInvalidArgument, before the model runs) a request that would get an FP16 or
 // BF16 output of `signature` as JSON data; as in Triton, those are sent as binary data only.
 void check_json_outputs(const DecodedInfer& decoded, const models::ModelSignature& signature);

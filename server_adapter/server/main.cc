@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
                  "have fixed shapes is limited to its max batch of them")
       ->capture_default_str()
       ->check(CLI::Range(size_t(1) << 16, size_t(1) << 31));
+  app.add_option("--max-response-bytes", options.max_response_bytes,
+                 "largest reply a request may ask for (binary bytes, or REST JSON text at 24 "
+                 "characters per element), refused before the model runs")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1) << 16, size_t(1) << 40));
   app.add_option("--allow-client-shm", options.client_shm.allowed,
                  "let clients register system and CUDA shared memory regions (true/false). Any "
                  "client that reaches the ports can then read and write any object this user can "

@@ -46,6 +46,10 @@ class ModelScheduler {
   ModelScheduler& operator=(const ModelScheduler&) = delete;
 
   const models::ModelSignature& signature() const { return signature_; }
+  // Model::output_rows of the model for these inputs (any instance: they are the same model).
+  std::optional<int64_t> output_rows(std::span<const models::TensorView> inputs) const {
+    return instances_.front()->output_rows(inputs);
+  }
   // Checks the inputs (kInvalidArgument, counted as a failure) and queues the request.
   std::future<std::vector<models::HostTensor>> submit(InferRequest request);
   // Stops accepting (kUnavailable) and waits until every queued request has been answered.

@@ -24,6 +24,7 @@ Server::Server(const ServerOptions& options) {
   shared_memory_ = std::make_unique<SharedMemoryRegistry>(cuda_backend(), options.client_shm);
   state_.shared_memory = shared_memory_.get();
   state_.max_request_bytes = options.max_request_bytes;
+  state_.max_response_bytes = options.max_response_bytes;
   repository_ =
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
   state_.repository = repository_.get();

@@ -48,6 +48,9 @@ struct ServerState {
   // The largest inference request (its tensors' bytes) any model may be sent
   // (--max-request-bytes); request_byte_limit narrows it per model.
   size_t max_request_bytes = size_t(64) << 20;
+  // The largest reply a request may ask for (--max-response-bytes): checked before the model
+  // runs wherever the outputs' size follows from the inputs.
+  size_t max_response_bytes = size_t(64) << 20;
 };
 
 // The most tensor bytes one request to a model with this signature can carry: max batch x the

@@ -176,6 +176,20 @@ def run(server, repo, tmp, args):
                                                                   grpcclient.InferRequestedOutput(SOFTMAX)]),
          "requested more than once", ["INVALID_ARG"]),
     ]
+    # Replies larger than --max-response-bytes (64 MiB) refused before the model runs: kNN of 1.5 M
+    # points would answer 192 MB of indices and distances; 300 k points as JSON ~230 MB of text.
+    def knn_inputs(module, n):
+        many = [module.InferInput("points", [n, 3], "FP32"), module.InferInput("row_splits", [2], "INT64")]
+        many[0].set_data_from_numpy(np.zeros((n, 3), np.float32))
+        many[1].set_data_from_numpy(np.array([0, n], dtype=np.int64))
+        return many
+    cases.append(("gRPC reply over the limit", lambda: g.infer("knn", knn_inputs(grpcclient, 1_500_000)),
+                  "--max-response-bytes", ["INVALID_ARG"]))
+    h = httpclient.InferenceServerClient(server.http_url)
+    cases.append(("HTTP JSON reply over the limit",
+                  lambda: h.infer("knn", knn_inputs(httpclient, 300_000),
+                                  outputs=[httpclient.InferRequestedOutput("indices", binary_data=False)]),
+                  "(JSON as text)", ["400"]))
     # A queue timeout shorter than the batcher's delay: the request expires before it runs.
     cases.append(("queue timeout", lambda: g.infer(EMTRK, [bad_infer_input(patches[:1])], timeout=1),
                   "Request timeout expired", ["UNAVAILABLE"]))

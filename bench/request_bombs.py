@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Compression bombs against one kaas-server (issue 47): REST bodies in gzip and in deflate that
-inflate to 1.25 GiB, and a gRPC message with gzip compression that inflates to ~1.06 GiB, each
-sent to EmTrkMichelId of the default repository. Per bomb: the status, the seconds until the
+"""Requests built to exhaust one kaas-server's memory (issue 47): REST bodies in gzip and in
+deflate that inflate to 1.25 GiB and a gRPC message with gzip compression that inflates to
+~1.06 GiB, each sent to EmTrkMichelId of the default repository; and a 3 MB kNN request for
+262,144 points x 16 neighbours with its outputs as JSON (~101 MB of text). Per bomb: the status, the seconds until the
 answer and the server's peak RSS growth (VmHWM before and after, /proc). Prints one JSON line
 per bomb and a Markdown table.
 
-Usage: compression_bombs.py --server BIN --make-repository BIN [--extra-args "..."]
+Usage: request_bombs.py --server BIN --make-repository BIN [--extra-args "..."]
 """
 import argparse
 import gzip
@@ -20,6 +21,7 @@ import zlib
 
 import numpy as np
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "server"))
@@ -72,6 +74,22 @@ def grpc_bomb(server, count):
     return status, time.monotonic() - start, text, zeros.nbytes
 
 
+def json_reply_bomb(server, points):
+    client = httpclient.InferenceServerClient(server.http_url, network_timeout=600)
+    inputs = [httpclient.InferInput("points", [points, 3], "FP32"),
+              httpclient.InferInput("row_splits", [2], "INT64")]
+    inputs[0].set_data_from_numpy(np.random.default_rng(1).uniform(0, 100, (points, 3)).astype(np.float32))
+    inputs[1].set_data_from_numpy(np.array([0, points], dtype=np.int64))
+    outputs = [httpclient.InferRequestedOutput(n, binary_data=False) for n in ("indices", "distances")]
+    start = time.monotonic()
+    try:
+        client.infer("knn", inputs, outputs=outputs)
+        status, text = "200", ""
+    except InferenceServerException as e:
+        status, text = str(e.status()), e.message()[:200]
+    return status, time.monotonic() - start, text, points * 12
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -87,7 +105,8 @@ def main():
         try:
             bombs = [("REST gzip", lambda: rest_bomb(server, "gzip", 1250 << 20)),
                      ("REST deflate", lambda: rest_bomb(server, "deflate", 1250 << 20)),
-                     ("gRPC gzip", lambda: grpc_bomb(server, 115_000))]
+                     ("gRPC gzip", lambda: grpc_bomb(server, 115_000)),
+                     ("REST kNN reply as JSON", lambda: json_reply_bomb(server, 262_144))]
             for name, send in bombs:
                 reset_peak(pid)
                 before = peak_rss_kib(pid)
