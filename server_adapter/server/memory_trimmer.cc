@@ -20,8 +20,13 @@ void MemoryTrimmer::run() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, tick_, [this] { return stop_; })) {
     int pending = pending_ticks_.load(std::memory_order_relaxed);
-    if (pending == 0) continue;
-    pending_ticks_.compare_exchange_strong(pending, pending - 1);
+    if (pending == 0) {
+      // Memory freed without a request to report it: a message gRPC refused before any handler
+      // saw it (larger than --max-request-bytes) leaves its slices in the arenas.
+      if (int64_t(mallinfo2().fordblks) < threshold_) continue;
+    } else {
+      pending_ticks_.compare_exchange_strong(pending, pending - 1);
+    }
     lock.unlock();
     malloc_trim(0);  // returns free pages of every arena, not only the top of the main heap
     trims_.fetch_add(1);

@@ -2,7 +2,9 @@
 // Gives the heap back after large requests. glibc keeps freed pages in its arenas, so one
 // 1.9 GB gRPC message left kaas-server's RSS 1.3 GB higher for good. Front ends report the size
 // of every request as it ends; after one of at least `threshold_bytes`, a thread calls
-// malloc_trim on its next two ticks (by then the transport has freed the request's buffers).
+// malloc_trim on its next two ticks (by then the transport has freed the request's buffers); and
+// on any tick where the arenas hold at least `threshold_bytes` free (memory no request reported:
+// a message the transport refused before a handler saw it).
 
 #include <atomic>
 #include <chrono>
