@@ -20,6 +20,7 @@
 #include "examples/framework/event_loop.h"
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/reco_calls.h"
+#include "examples/lartpc/toy_options.h"
 #include "kaas/backends/backend.h"
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
@@ -207,13 +208,7 @@ int main(int argc, char** argv) {
   app.add_option("--completion-threads", args.completion_threads,
                  "the remote connection's completion threads")
       ->check(CLI::Range(1, 64));
-  app.add_option("--seed", args.toy.seed, "event seed");
-  app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
-  app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
-  app.add_option("--tracks", args.toy.tracks_per_plane, "muon tracks per plane")
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--showers", args.toy.showers_per_plane, "EM showers per plane")
-      ->check(CLI::Range(0, 100000));
+  add_toy_event_options(app, args.toy);
   app.add_flag("--quiet", args.quiet, "no per-event lines");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -26,6 +26,7 @@
 #include "examples/lartpc/neighbourhood.h"
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/reco_calls.h"
+#include "examples/lartpc/toy_options.h"
 #include "kaas/backends/backend.h"
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
@@ -111,13 +112,7 @@ void add_options(CLI::App& app, Args& args) {
                  "(and draw the displays at it)");
   app.add_option("--display", args.display_dir,
                  "write event displays here: event<E>_plane<P>.png (truth | prediction)");
-  app.add_option("--seed", args.toy.seed, "event seed");
-  app.add_option("--wires", args.toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
-  app.add_option("--ticks", args.toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
-  app.add_option("--tracks", args.toy.tracks_per_plane, "muon tracks per plane")
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--showers", args.toy.showers_per_plane, "EM showers per plane")
-      ->check(CLI::Range(0, 100000));
+  add_toy_event_options(app, args.toy);
 }
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

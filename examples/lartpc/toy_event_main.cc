@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "examples/lartpc/toy_event.h"
+#include "examples/lartpc/toy_options.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -15,11 +16,7 @@ int main(int argc, char** argv) {
   kaas::examples::ToyEventConfig config;
   int events = 1;
   app.add_option("--events", events, "events to generate")->check(CLI::Range(1, 100000));
-  app.add_option("--seed", config.seed, "seed");
-  app.add_option("--tracks", config.tracks_per_plane, "muon tracks per plane");
-  app.add_option("--showers", config.showers_per_plane, "EM showers per plane");
-  app.add_option("--wires", config.wires, "wires per plane")->check(CLI::Range(48, 100000));
-  app.add_option("--ticks", config.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
+  kaas::examples::add_toy_event_options(app, config);
   CLI11_PARSE(app, argc, argv);
   for (int e = 0; e < events; ++e) {
     const auto start = std::chrono::steady_clock::now();

@@ -27,6 +27,7 @@
 
 #include "examples/lartpc/metrics.h"
 #include "examples/lartpc/reco.h"
+#include "examples/lartpc/toy_options.h"
 #include "kaas/backends/backend.h"
 #include "kaas/models/npy.h"
 
@@ -148,13 +149,7 @@ int main(int argc, char** argv) {
                  "also keep this many other hits near Michel electrons per event")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   app.add_option("--backend", backend_name, "backend for the patch extraction");
-  app.add_option("--seed", toy.seed, "event seed (as kaas-reco --seed)");
-  app.add_option("--wires", toy.wires, "wires per plane")->check(CLI::Range(48, 100000));
-  app.add_option("--ticks", toy.ticks, "ticks per wire")->check(CLI::Range(48, 100000));
-  app.add_option("--tracks", toy.tracks_per_plane, "muon tracks per plane")
-      ->check(CLI::Range(0, 100000));
-  app.add_option("--showers", toy.showers_per_plane, "EM showers per plane")
-      ->check(CLI::Range(0, 100000));
+  kaas::examples::add_toy_event_options(app, toy);
   CLI11_PARSE(app, argc, argv);
   try {
     const Queue queue(find_backend(backend_name));

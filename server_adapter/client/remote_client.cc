@@ -515,8 +515,8 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     try {
       groups_ = request_groups(request_->entries.size(), joined_);
       answers_.resize(groups_.size());
-      todo_.resize(groups_.size());
-      for (size_t g = 0; g < groups_.size(); ++g) todo_[g] = g;
+      unanswered_.resize(groups_.size());
+      for (size_t g = 0; g < groups_.size(); ++g) unanswered_[g] = g;
       placements_.resize(groups_.size());
       slots_.resize(groups_.size());
       // Shared memory: one region for the call, each request at its own offset; back to the
@@ -543,11 +543,11 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     info_.attempts = attempt_;
     stub_ = client_.connection_->impl().stub();
     flights_.clear();
-    flights_.resize(todo_.size());
+    flights_.resize(unanswered_.size());
     completed_ = 0;
     next_ = 0;
     const size_t window = size_t(std::max(client_.options_.max_in_flight, 1));
-    while (next_ < std::min(window, todo_.size())) launch(next_++);
+    while (next_ < std::min(window, unanswered_.size())) launch(next_++);
   }
 
   void flight_done(size_t k, bool ok) {
@@ -558,8 +558,8 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       inference::ModelInferRequest().Swap(&f.request);  // free it
       if (!ok) f.status = grpc::Status(grpc::StatusCode::UNKNOWN, "call not completed");
       ++completed_;
-      if (next_ < todo_.size()) launch(next_++);  // bounds the request memory alive at once
-      last = completed_ == todo_.size();
+      if (next_ < unanswered_.size()) launch(next_++);  // bounds the request memory alive at once
+      last = completed_ == unanswered_.size();
     }
     if (last) attempt_done();
   }
@@ -579,14 +579,15 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void attempt_done() {
     try {
       std::vector<size_t> again;
-      for (size_t k = 0; k < todo_.size(); ++k) {
+      for (size_t k = 0; k < unanswered_.size(); ++k) {
         const Flight& f = *flights_[k];
         // A request that ended without its answer may still be written by the server later:
         // its region must not serve another call.
         if (!f.status.ok()) region_lost_ = true;
         if (f.status.ok()) {
           info_.bytes_received += int64_t(f.response.ByteSizeLong());
-          answers_[todo_[k]] = outputs_of(f.response, where_, region_.get(), slots_[todo_[k]]);
+          answers_[unanswered_[k]] =
+              outputs_of(f.response, where_, region_.get(), slots_[unanswered_[k]]);
         } else if (region_ && f.status.error_code() == grpc::StatusCode::NOT_FOUND &&
                    f.status.error_message().find("shared memory region") != std::string::npos) {
           // A restarted server: the next call registers a new region.
@@ -596,14 +597,14 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
                           "(restarted?): " +
                           status_text(f.status));
         } else if (retryable(f.status)) {
-          again.push_back(todo_[k]);
+          again.push_back(unanswered_[k]);
           last_failure_ = f.status;
         } else {
           throw Error(code_of(f.status.error_code()), where_ + ": " + status_text(f.status));
         }
       }
-      todo_ = std::move(again);
-      if (todo_.empty()) return finish_answered();
+      unanswered_ = std::move(again);
+      if (unanswered_.empty()) return finish_answered();
       const RemoteOptions& options = client_.options_;
       if (attempt_ > options.retries) {
         const std::string why = where_ + ": " + status_text(last_failure_) + " (" +
@@ -671,7 +672,7 @@ class RemoteClient::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   std::shared_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::vector<std::vector<size_t>> groups_;
   std::vector<std::vector<HostTensor>> answers_;
-  std::vector<size_t> todo_;  // groups still without an answer
+  std::vector<size_t> unanswered_;  // groups still without an answer
   std::vector<Placement> placements_;
   std::vector<std::vector<OutputSlot>> slots_;
   std::unique_ptr<detail::ClientRegion> region_;
@@ -721,7 +722,7 @@ class RetryDue final : public CompletionEvent {
 }  // namespace
 
 void RemoteClient::AsyncCall::launch(size_t k) {
-  const size_t g = todo_[k];
+  const size_t g = unanswered_[k];
   auto flight = std::make_unique<Flight>();
   Flight& f = *flight;
   f.request = make_request(*request_, groups_[g], client_.options_.model, client_.options_.version,
