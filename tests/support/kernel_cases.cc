@@ -7,6 +7,16 @@
 #include "cases/registry.h"
 
 namespace kaas::testing {
+namespace {
+
+bool within_budget(const cases::Case& c, const Backend& backend, bool first_of_kernel) {
+  if (!cases::within_check_budget(c, backend, first_of_kernel)) return false;
+  const double budget =
+      backend.id() == BackendId::kGpuEmu ? kEmulatorCaseReferenceBudget : kCaseReferenceBudget;
+  return first_of_kernel || c.reference_ops <= kSanitizerBudgetScale * budget;
+}
+
+}  // namespace
 
 void expect_cases_pass(const Backend& backend, std::string_view kernel) {
   const auto list = cases::cases_of(kernel);
@@ -14,7 +24,7 @@ void expect_cases_pass(const Backend& backend, std::string_view kernel) {
   Queue queue(backend);
   int64_t skipped = 0;
   for (const cases::Case& c : list) {
-    if (!cases::within_check_budget(c, backend, &c == &list.front())) {
+    if (!within_budget(c, backend, &c == &list.front())) {
       ++skipped;
       continue;
     }

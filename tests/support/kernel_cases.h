@@ -14,6 +14,17 @@ using cases::kCaseReferenceBudget;
 using cases::kEmulatorCaseBytesBudget;
 using cases::kEmulatorCaseReferenceBudget;
 
+// Under AddressSanitizer (scripts/test.sh step 2) the kernels' index arithmetic is what is
+// checked: a tenth of the reference budget keeps every kernel's small and mid-sized cases (edges,
+// tails, empty and odd shapes) and the tests' large samples shrink; the large cases, the same
+// code on more data, are checked in step 1.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+inline constexpr double kSanitizerBudgetScale = kAddressSanitizer ? 0.1 : 1.0;
+
 // Runs and checks every affordable case of `kernel`; records a failure per wrong case and
 // prints how many were over budget.
 void expect_cases_pass(const Backend& backend, std::string_view kernel);
