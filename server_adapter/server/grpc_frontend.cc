@@ -1,17 +1,24 @@
 #include "kaas/server_adapter/server/grpc_frontend.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <grpc/compression.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/support/method_handler.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "grpc_service.grpc.pb.h"
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/server/bounded_inflate.h"
 #include "kaas/server_adapter/server/infer_codec.h"
 
 namespace kaas::server {
@@ -47,9 +54,69 @@ Status guarded(F&& f) {
   }
 }
 
+// The message as gRPC received it: the server runs with per-message decompression off, so a
+// compressed message is still compressed here. grpc::ByteBuffer is a standard-layout wrapper of
+// exactly this pointer (its header asserts the representation), hence pointer-interconvertible
+// with it.
+grpc_byte_buffer* core_buffer(grpc::ByteBuffer& buffer) {
+  static_assert(std::is_standard_layout_v<grpc::ByteBuffer> &&
+                sizeof(grpc::ByteBuffer) == sizeof(grpc_byte_buffer*));
+  return *reinterpret_cast<grpc_byte_buffer**>(&buffer);
+}
+
+// The request in `received`, inflated to at most limit.bytes when the client compressed it.
+template <class Message>
+Status parse_bounded(grpc::ByteBuffer& received, const InflateLimit& limit, Message& message) {
+  const grpc_byte_buffer* raw = core_buffer(received);
+  if (raw == nullptr) return Status(grpc::StatusCode::INTERNAL, "no request message");
+  if (raw->type != GRPC_BB_RAW || raw->data.raw.compression == GRPC_COMPRESS_NONE)
+    return grpc::SerializationTraits<Message>::Deserialize(&received, &message);
+  const char* algorithm = "compressed";
+  grpc_compression_algorithm_name(raw->data.raw.compression, &algorithm);
+  std::vector<std::string_view> pieces;
+  const grpc_slice_buffer& slices = raw->data.raw.slice_buffer;
+  for (size_t i = 0; i < slices.count; ++i) {
+    pieces.emplace_back(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slices.slices[i])),
+                        GRPC_SLICE_LENGTH(slices.slices[i]));
+  }
+  try {
+    const std::string inflated = inflate_bounded(pieces, algorithm, limit);
+    if (!message.ParseFromString(inflated))
+      return Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "the " + std::string(algorithm) + " message is not a valid " + message.GetTypeName());
+  } catch (const std::exception& e) {
+    return to_status(e);
+  }
+  return Status::OK;
+}
+
 class Service final : public inference::GRPCInferenceService::Service {
  public:
-  explicit Service(ServerState& state) : state_(state) {}
+  // Every method reads its request through parse_bounded: gRPC 1.51 inflates a compressed
+  // message whole before it compares it with the receive limit (a 1 MB gzip message inflating
+  // to 1 GiB cost +1 GB and 7 s), so decompression is left to the methods, each bounded by what
+  // it can use. The indices are the methods' order in grpc_service.proto (the generated
+  // WithRawMethod_* classes use the same); server.protocol calls each one.
+  explicit Service(ServerState& state) : state_(state) {
+    serve(0, &Service::ServerLive);
+    serve(1, &Service::ServerReady);
+    serve(2, &Service::ModelReady);
+    serve(3, &Service::ServerMetadata);
+    serve(4, &Service::ModelMetadata);
+    serve(5, &Service::ModelInfer);
+    serve(6, &Service::ModelConfig);
+    serve(7, &Service::ModelStatistics);
+    serve(8, &Service::RepositoryIndex);
+    serve(9, &Service::RepositoryModelLoad);
+    serve(10, &Service::RepositoryModelUnload);
+    serve(11, &Service::SystemSharedMemoryStatus);
+    serve(12, &Service::SystemSharedMemoryRegister);
+    serve(13, &Service::SystemSharedMemoryUnregister);
+    serve(14, &Service::CudaSharedMemoryStatus);
+    serve(15, &Service::CudaSharedMemoryRegister);
+    serve(16, &Service::CudaSharedMemoryUnregister);
+  }
 
   Status ServerLive(ServerContext*, const inference::ServerLiveRequest*,
                     inference::ServerLiveResponse* r) override {
@@ -223,6 +290,78 @@ class Service final : public inference::GRPCInferenceService::Service {
   }
 
  private:
+  // A control message (metadata, repository, shared-memory registration) is at most this big.
+  static constexpr size_t kControlMessageBytes = size_t(1) << 20;
+  // An inference message's bytes around its tensors (names, shapes, parameters).
+  static constexpr size_t kMessageHeadroom = size_t(1) << 20;
+
+  // What a compressed request to `method` may inflate to: an inference request, the largest
+  // request any loaded model accepts (request_byte_limit) plus 1 MiB for the message around the
+  // tensors; anything else, a control message.
+  InflateLimit limit_for(int method) const {
+    if (method != 5)
+      return {.bytes = kControlMessageBytes,
+              .code = ErrorCode::kResourceExhausted,
+              .why = "a control message"};
+    size_t tensors = 0;
+    for (const auto& model : state_.repository->ready_models())
+      tensors = std::max(
+          tensors, request_byte_limit(model->scheduler->signature(), state_.max_request_bytes));
+    InflateLimit limit{
+        .bytes = tensors + kMessageHeadroom,
+        .code = ErrorCode::kResourceExhausted,
+        .why = "the largest request a model here accepts, plus 1 MiB; --max-request-bytes"};
+    // Protobuf writers put fields in number order, model_name (1) first: once it has inflated,
+    // the limit becomes that model's.
+    limit.narrow = [this](std::string_view first_bytes, InflateLimit& narrowed) {
+      google::protobuf::io::CodedInputStream in(
+          reinterpret_cast<const uint8_t*>(first_bytes.data()), int(first_bytes.size()));
+      std::string name;
+      uint32_t length = 0;
+      if (in.ReadTag() != ((1u << 3) | 2u) || !in.ReadVarint32(&length) ||
+          !in.ReadString(&name, int(length)))
+        return;
+      try {
+        const auto model = state_.repository->get(name, "");
+        narrowed.bytes =
+            request_byte_limit(model->scheduler->signature(), state_.max_request_bytes) +
+            kMessageHeadroom;
+        narrowed.why = "model " + name + "'s largest request, plus 1 MiB; --max-request-bytes";
+      } catch (const Error&) {
+        // an unknown model: refused once the request is parsed
+      }
+    };
+    return limit;
+  }
+
+  // The method at `index` served as a streamed unary call on the received bytes: one request
+  // read (parse_bounded), the typed handler, one response written.
+  template <class Request, class Response>
+  void serve(int index, Status (Service::*handler)(ServerContext*, const Request*, Response*)) {
+    using Streamer = grpc::ServerUnaryStreamer<grpc::ByteBuffer, grpc::ByteBuffer>;
+    MarkMethodStreamed(
+        index, new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+                   [this, index, handler](ServerContext* context, Streamer* stream) {
+                     grpc::ByteBuffer received;
+                     if (!stream->Read(&received))
+                       return Status(grpc::StatusCode::INTERNAL, "no request message");
+                     Request request;
+                     Status status = parse_bounded(received, limit_for(index), request);
+                     if (!status.ok()) return status;
+                     Response response;
+                     status = (this->*handler)(context, &request, &response);
+                     if (!status.ok()) return status;
+                     grpc::ByteBuffer reply;
+                     bool own = false;
+                     status =
+                         grpc::SerializationTraits<Response>::Serialize(response, &reply, &own);
+                     if (!status.ok()) return status;
+                     if (!stream->Write(reply))
+                       return Status(grpc::StatusCode::CANCELLED, "the client went away");
+                     return Status::OK;
+                   }));
+  }
+
   static void add_tensor(inference::ModelMetadataResponse::TensorMetadata* t,
                          const models::TensorSpec& spec) {
     t->set_name(spec.name);
@@ -294,6 +433,9 @@ GrpcFrontend::GrpcFrontend(ServerState& state, const GrpcOptions& options)
                            &impl_->port);
   builder.SetMaxReceiveMessageSize(int(std::min<size_t>(options.max_receive_bytes, INT_MAX)));
   builder.SetMaxSendMessageSize(INT_MAX);
+  // Compressed messages reach the methods as received; each inflates them with its own bound
+  // (Service::serve). The receive limit above then applies to the bytes on the wire.
+  builder.AddChannelArgument(GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, 0);
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)

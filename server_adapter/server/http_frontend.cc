@@ -2,12 +2,12 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "kaas/common/error.h"
+#include "kaas/server_adapter/server/bounded_inflate.h"
 #include "kaas/server_adapter/server/infer_codec.h"
 
 namespace kaas::server {
@@ -28,46 +28,6 @@ HttpResponse error_reply(const std::exception& e) {
 
 [[noreturn]] void bad_request(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
-}
-
-// A gzip or zlib ("deflate") body, inflated with its checksum verified and at most `limit` bytes
-// of output; a truncated stream, a bad checksum or trailing bytes are errors.
-std::string inflate_body(const std::string& body, const std::string& encoding, size_t limit) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 32) != Z_OK)  // 15 + 32: zlib or gzip header, detected
-    throw Error(ErrorCode::kInternal, "zlib: cannot initialise inflate");
-  std::string out;
-  // Reserved once: pages are touched only as bytes arrive, and a growing string would briefly
-  // hold its old and new copies (up to 3x what was inflated).
-  out.reserve(limit);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
-  z.avail_in = uInt(body.size());
-  int status = Z_OK;
-  char chunk[1 << 16];
-  while (status == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(chunk);
-    z.avail_out = sizeof(chunk);
-    status = inflate(&z, Z_NO_FLUSH);
-    const size_t produced = sizeof(chunk) - z.avail_out;
-    if (out.size() + produced > limit) {
-      inflateEnd(&z);
-      throw Error(ErrorCode::kInvalidArgument,
-                  "request body larger than " + std::to_string(limit) +
-                      " bytes after decompression (this model's requests are at most that; "
-                      "--max-request-bytes)");
-    }
-    out.append(chunk, produced);
-    if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // input ended early
-  }
-  const bool complete = status == Z_STREAM_END && z.avail_in == 0;
-  const std::string reason = z.msg ? z.msg : "";
-  inflateEnd(&z);
-  if (!complete)
-    bad_request("Content-Encoding " + encoding + ": " +
-                (status == Z_STREAM_END   ? std::string("bytes after the end of the stream")
-                 : status == Z_DATA_ERROR ? "corrupt data (" + reason + ")"
-                                          : std::string("truncated stream (no end / checksum)")));
-  return out;
 }
 
 // Standard base64 (with padding), as the CUDA register request carries its IPC handle.
@@ -223,7 +183,11 @@ struct HttpFrontend::Impl {
   std::string decoded_body(const HttpRequest& req, size_t limit = size_t(1) << 20) {
     const auto encoding = req.header("Content-Encoding");
     if (!encoding || *encoding == "identity") return req.body;
-    return inflate_body(req.body, std::string(*encoding), std::min(limit, options.max_body_bytes));
+    const std::string_view body = req.body;
+    return inflate_bounded(std::span(&body, 1), "Content-Encoding " + std::string(*encoding),
+                           {.bytes = std::min(limit, options.max_body_bytes),
+                            .code = ErrorCode::kInvalidArgument,
+                            .why = "this model's requests are at most that; --max-request-bytes"});
   }
 
   // An inference body inflates only as far as the model could use: its request limit, plus the

@@ -214,6 +214,8 @@ def run(server):
     check("out of range" in reason and "stoll" not in reason, f"version directory beyond int64: '{reason[:100]}'")
     reason = index["config_dir"].reason if "config_dir" in index else ""
     check("not a regular file" in reason, f"config.pbtxt that is a directory: '{reason[:100]}'")
+    compressed_messages(server, stub)
+    still_serving("compressed gRPC messages and bombs")
     huge_message(server)
     still_serving("a 512 MB gRPC message")
     transport(server, good_body, reference, expect)
@@ -225,6 +227,84 @@ def rss_mib(pid):
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def peak_rss_mib(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def compressed_messages(server, plain_stub):
+    """gRPC messages sent with gzip: served as plain ones; one that inflates past what its method
+    can use (an inference request past the largest a model here accepts, 65 MiB; a control
+    message past 1 MiB) is RESOURCE_EXHAUSTED once inflation passes the bound, not after
+    inflating whole (256 MiB here): the server's peak RSS grows by less than the bomb."""
+    # 1,000 points on a few grid places: a request gzip shrinks (gRPC sends a message
+    # uncompressed when compressing would not make it smaller).
+    points = (np.arange(3000, dtype=np.float32).reshape(1000, 3) % 4)
+    knn_request = service_pb2.ModelInferRequest(model_name="knn")
+    knn_request.inputs.add(name="points", datatype="FP32", shape=[1000, 3])
+    knn_request.inputs.add(name="row_splits", datatype="INT64", shape=[2])
+    knn_request.raw_input_contents.extend([points.tobytes(), np.array([0, 1000], dtype=np.int64).tobytes()])
+    expected = plain_stub.ModelInfer(knn_request, timeout=30).raw_output_contents
+    with grpc.insecure_channel(server.grpc_url, compression=grpc.Compression.Gzip) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        reply = stub.ModelInfer(knn_request, timeout=30)
+        check(reply.raw_output_contents == expected and len(expected) == 2,
+              "a gzip ModelInfer (1,000 points): the uncompressed request's outputs")
+        index = stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(repository_name="a" * 4000), timeout=30)
+        check("knn" in [m.name for m in index.models], "a gzip RepositoryIndex request (4 KB): answered")
+        bomb = service_pb2.ModelInferRequest(model_name="knn")
+        n = (256 << 20) // 12
+        bomb.inputs.add(name="points", datatype="FP32", shape=[n, 3])
+        bomb.inputs.add(name="row_splits", datatype="INT64", shape=[2])
+        bomb.raw_input_contents.append(bytes(n * 12))
+        bomb.raw_input_contents.append(np.array([0, n], dtype=np.int64).tobytes())
+        message = bomb.SerializeToString()
+        del bomb
+        # The peak is reset to the current RSS (Linux: "5" to clear_refs), so it measures the bomb.
+        pathlib.Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")
+        peak = peak_rss_mib(server.process.pid)
+        model_infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        code, details = None, ""
+        try:
+            model_infer(message, timeout=120)
+        except grpc.RpcError as e:
+            code, details = e.code(), e.details() or ""
+        del message
+        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "after decompression" in details,
+              f"a gzip ModelInfer inflating to 256 MiB: {code} '{details[:160]}'")
+        grown = peak_rss_mib(server.process.pid) - peak
+        check(grown < 160, f"peak RSS grew {grown:.0f} MiB for the 256 MiB bomb (inflation stops at 65 MiB)")
+        # To EmTrkMichelId (max batch 1024 of 48 x 48 floats, 9.4 MB): its own bound, once the
+        # model's name has inflated.
+        bomb = service_pb2.ModelInferRequest(model_name="emtrkmichelid")
+        rows = (256 << 20) // (48 * 48 * 4)
+        bomb.inputs.add(name="main_input", datatype="FP32", shape=[rows, 48, 48, 1])
+        bomb.raw_input_contents.append(bytes(rows * 48 * 48 * 4))
+        message = bomb.SerializeToString()
+        del bomb
+        pathlib.Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")
+        peak = peak_rss_mib(server.process.pid)
+        code, details = None, ""
+        try:
+            model_infer(message, timeout=120)
+        except grpc.RpcError as e:
+            code, details = e.code(), e.details() or ""
+        del message
+        grown = peak_rss_mib(server.process.pid) - peak
+        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "model emtrkmichelid" in details and grown < 40,
+              f"a gzip ModelInfer to emtrkmichelid inflating to 256 MiB: {code} '{details[:160]}', "
+              f"peak RSS +{grown:.0f} MiB")
+        code, details = None, ""
+        try:
+            stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(repository_name="\0" * (8 << 20)), timeout=30)
+        except grpc.RpcError as e:
+            code, details = e.code(), e.details() or ""
+        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "control message" in details,
+              f"a gzip RepositoryIndex inflating to 8 MiB: {code} '{details[:160]}'")
 
 
 def huge_message(server):
