@@ -133,7 +133,7 @@ cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE
 asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
               test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
               kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
-              test_batch_pipeline test_shared_memory_registry)
+              test_batch_pipeline test_shared_memory_registry test_bounded_inflate)
 cmake --build build/test-asan -j "$jobs" --target "${asan_targets[@]}"
 # LeakSanitizer suppressions: only allocations proven to be a library's own for-life caches.
 # clear_shadow_mmap_threshold: the emulated GPU switches fibers at every barrier, and ASan clears

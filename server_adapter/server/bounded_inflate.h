@@ -16,7 +16,7 @@ namespace kaas::server {
 struct InflateLimit {
   size_t bytes = 0;
   ErrorCode code = ErrorCode::kInvalidArgument;  // of the error past the limit
-  std::string why;  // what the limit follows, for the error (e.g. "--max-request-bytes")
+  std::string why = "";  // what the limit follows, for the error (e.g. "--max-request-bytes")
   // Called once with the first kNarrowAfterBytes inflated (or the whole of a shorter stream): may
   // lower the limit, e.g. to what the model named at the start of an inference request accepts.
   std::function<void(std::string_view first_bytes, InflateLimit& limit)> narrow = nullptr;
