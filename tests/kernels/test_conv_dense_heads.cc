@@ -174,7 +174,7 @@ TEST_P(ConvDenseHeadsTest, TheBatchSplitGivesTheKernelSplitsBits) {
   const auto x = random_floats(n * kH * kW * kC, 24, -1.0f, 2.0f);
   const bool parallel = runs_parallel(*GetParam());
   for (int threads : {2, 3}) {
-    for (int64_t tile : {int64_t(1), int64_t(3), n}) {
+    for (int64_t tile : {int64_t(1), int64_t(3), n, int64_t(12)}) {  // 12: a slab over the batch
       SCOPED_TRACE("threads " + std::to_string(threads) + " tile " + std::to_string(tile));
       const Outputs kernels = run(net, x, n, tile, 2, false);
       auto batch_split = [&] {
