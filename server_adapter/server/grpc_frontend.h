@@ -1,7 +1,7 @@
 #pragma once
 // The gRPC front end: inference.GRPCInferenceService (KServe v2 + Triton extensions),
-// grpc.health.v1.Health and server reflection, max message size INT32_MAX, compressed messages
-// accepted. Port 0 picks a free port (port()).
+// grpc.health.v1.Health and server reflection; compressed messages inflated with a bound
+// (grpc_frontend.cc). Port 0 picks a free port (port()).
 
 #include <memory>
 #include <string>
@@ -14,9 +14,12 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;
   std::string tls_cert_file, tls_key_file;  // both set: TLS
-  // Largest message received, after decompression (gRPC refuses larger ones with
-  // RESOURCE_EXHAUSTED before they reach a handler).
+  // Largest message received, as sent (gRPC refuses larger ones with RESOURCE_EXHAUSTED before
+  // they reach a handler); a compressed one also stops inflating at its method's bound.
   size_t max_receive_bytes = size_t(65) << 20;
+  // Handler threads kept between calls (gRPC's MAX_POLLERS): more calls than this at once still
+  // get a thread each, created for the call.
+  int handler_threads = 256;
 };
 
 class GrpcFrontend {

@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for --tls-cert");
+  app.add_option("--grpc-handler-threads", options.grpc_handler_threads,
+                 "gRPC handler threads kept between calls (a call holds one until its answer is "
+                 "sent; more calls at once get a thread created for the call)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 4096));
   auto& http = options.http;
   app.add_option("--http-threads", http.worker_threads,
                  "REST worker threads: requests executing at once (connections hold none)")

@@ -29,8 +29,12 @@ Server::Server(const ServerOptions& options) {
       std::make_unique<ModelRepository>(options.model_repository, backend, options.control);
   state_.repository = repository_.get();
   grpc_ = std::make_unique<GrpcFrontend>(
-      state_, GrpcOptions{options.host, options.grpc_port, options.tls_cert_file,
-                          options.tls_key_file, options.max_request_bytes + (size_t(1) << 20)});
+      state_, GrpcOptions{.host = options.host,
+                          .port = options.grpc_port,
+                          .tls_cert_file = options.tls_cert_file,
+                          .tls_key_file = options.tls_key_file,
+                          .max_receive_bytes = options.max_request_bytes + (size_t(1) << 20),
+                          .handler_threads = options.grpc_handler_threads});
   HttpServerOptions http = options.http;
   http.host = options.host;
   http.port = options.http_port;
