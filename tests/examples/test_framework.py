@@ -79,9 +79,10 @@ def main():
                   fingerprints(one.stdout, "remote") == direct and
                   fingerprints(eight.stdout, "remote") == direct,
                   "remote alone, 1 and 8 streams: the same outputs on every event")
-            # The old client ran each asynchronous call on one of 8 worker threads; gRPC's own
-            # threads (timers, executor, event engine) vary by one from run to run.
-            check(0 < peak_eight <= peak_one + 1,
+            # The old client ran each asynchronous call on one of 8 worker threads (up to 5 more
+            # with the 6 events in flight); gRPC's own threads (timers, executor, event engine)
+            # vary by one or two from run to run (a +1 bound failed once beside other tests).
+            check(0 < peak_eight <= peak_one + 2,
                   f"{EVENTS} calls in flight hold no thread: peak threads {peak_eight} with 8 "
                   f"streams, {peak_one} with 1")
             refused = subprocess.run([args.framework, "--events", "1"], capture_output=True, text=True,
