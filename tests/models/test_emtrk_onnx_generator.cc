@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <span>
 
@@ -17,6 +18,7 @@
 
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
+#include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -432,6 +434,54 @@ TEST(EmTrkPlanner, TheSparseChoiceIsMadePatchByPatch) {
         EXPECT_EQ(alone[o].values<float>()[size_t(j)],
                   got[o].values<float>()[size_t(p * width + j)])
             << "patch " << p << " output " << o;
+    }
+  }
+}
+
+// When the batch split is measured faster at the planning batch, the split follows the batch
+// (the kernels split below the batch where the batch split was measured faster): a patch gets
+// the same bits in a batch of 40 (over the 32 measured), of 8 and alone.
+TEST(EmTrkPlanner, TheSplitFollowsTheBatchWithTheSameBits) {
+  const Backend* found = nullptr;
+  for (const Backend* b : compiled_backends())
+    if (b->id() == BackendId::kOpenmp) found = b;
+  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const OmpThreadsForTest omp(2);
+  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  models::OnnxModelOptions options;
+  options.max_batch = 48;
+  options.planner = planner::Mode::kMeasure;
+  options.sparse = models::SparsePlan::kDense;
+  planner::forget_process_decisions();
+  const auto model = models::make_onnx_model(proto, *found, options);
+  std::string line;
+  for (const auto& l : model->describe())
+    if (l.rfind("planner: ", 0) == 0) line = l;
+  std::printf("[ planner  ] %s\n", line.c_str());
+  if (line.find(": batch split,") != std::string::npos) {
+    EXPECT_NE(line.find("; at batch 32: "), std::string::npos) << line;
+    EXPECT_NE(line.find("(the batch split from batch "), std::string::npos) << line;
+  } else {
+    EXPECT_EQ(line.find("at batch 32"), std::string::npos) << line;
+  }
+  const int64_t n = 40;
+  const auto patches = random_floats(n * 48 * 48, 97, -5.0f, 15.0f);
+  auto run_rows = [&](int64_t first, int64_t rows) {
+    const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
+        "main_input", models::DataType::kFloat32, {rows, 48, 48, 1},
+        std::span(patches).subspan(size_t(first * 48 * 48), size_t(rows * 48 * 48)))};
+    return model->run(inputs);
+  };
+  const auto whole = run_rows(0, n);
+  for (int64_t rows : {int64_t(8), int64_t(1)}) {
+    for (int64_t first = 0; first < n; first += rows) {
+      const auto part = run_rows(first, rows);
+      for (size_t o = 0; o < part.size(); ++o) {
+        const size_t row_bytes = part[o].bytes.size() / size_t(rows);
+        ASSERT_TRUE(std::equal(part[o].bytes.begin(), part[o].bytes.end(),
+                               whole[o].bytes.begin() + ptrdiff_t(size_t(first) * row_bytes)))
+            << "output " << o << ", rows " << first << " in batches of " << rows << ": " << line;
+      }
     }
   }
 }
