@@ -36,7 +36,8 @@ def main():
     parser.add_argument("--loadgen", required=True)
     parser.add_argument("--backend-dir", required=True)
     parser.add_argument("--kaas-variants", default="openmp;tbb",
-                        help="kaas-server variants, ';'-separated: a backend name, then extra flags")
+                        help="kaas-server variants, ';'-separated: VAR=value environment words, a "
+                             "backend name, then extra flags (e.g. 'OMP_WAIT_POLICY=passive openmp')")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--clients", type=int, default=64)
@@ -49,8 +50,16 @@ def main():
     servers = {}
     try:
         for variant in args.kaas_variants.split(";"):
-            backend, *flags = shlex.split(variant)
-            servers[f"kaas-server {variant}"] = KaasServer(args.server, tmp / "kaas", flags, backend=backend)
+            words = shlex.split(variant)
+            env = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))
+            backend, *flags = [w for w in words if not ("=" in w and not w.startswith("-"))]
+            saved = dict(os.environ)
+            os.environ.update(env)  # the server process inherits it
+            try:
+                servers[f"kaas-server {variant}"] = KaasServer(args.server, tmp / "kaas", flags, backend=backend)
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
         servers["triton+kaas"] = TritonServer(tmp / "triton", args.backend_dir,
                                               [f"--backend-config=kaas,threads={args.threads}"])
         rates = {name: [] for name in servers}
