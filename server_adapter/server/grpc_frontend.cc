@@ -104,7 +104,12 @@ class Service final : public inference::GRPCInferenceService::Service {
     serve(2, &Service::ModelReady);
     serve(3, &Service::ServerMetadata);
     serve(4, &Service::ModelMetadata);
-    serve(5, &Service::ModelInfer);
+    // ModelInfer holds no thread while its request waits for a batch: a callback method, answered
+    // from the scheduler (InferCall).
+    MarkMethodRawCallback(
+        5, new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+               [this](grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                      grpc::ByteBuffer* response) { return infer(context, request, response); }));
     serve(6, &Service::ModelConfig);
     serve(7, &Service::ModelStatistics);
     serve(8, &Service::RepositoryIndex);
@@ -196,48 +201,6 @@ class Service final : public inference::GRPCInferenceService::Service {
     return guarded([&] { state_.repository->unload(q->model_name()); });
   }
 
-  Status ModelInfer(ServerContext* context, const inference::ModelInferRequest* q,
-                    inference::ModelInferResponse* r) override {
-    const MemoryTrimmer::Scope trim_after(state_.memory_trimmer, int64_t(q->ByteSizeLong()));
-    return guarded([&] {
-      if (!state_.accepting.load())
-        throw Error(ErrorCode::kUnavailable, "the server is shutting down");
-      const auto model = state_.repository->get(q->model_name(), q->model_version());
-      DecodedInfer decoded = decode_grpc_infer(*q, state_.shared_memory);
-      // Unknown requested outputs fail before the request is queued.
-      check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
-      check_reply_bytes(decoded, model->scheduler->signature(),
-                        model->scheduler->output_rows(models::views_of(decoded.request.inputs)),
-                        state_.max_response_bytes, model->name, false);
-      // The deadline and the client's presence travel with the request: the scheduler drops
-      // it, unexecuted, once nobody waits for the answer.
-      const auto deadline = context->deadline();
-      const auto now = std::chrono::system_clock::now();
-      const bool bounded = deadline < now + std::chrono::hours(24 * 365);
-      if (bounded) decoded.request.deadline = std::chrono::steady_clock::now() + (deadline - now);
-      const auto abandoned = std::make_shared<std::atomic<bool>>(false);
-      decoded.request.abandoned = abandoned;
-      auto future = model->scheduler->submit(std::move(decoded.request));
-      // Checked every poll interval while the answer is pending (no callback may touch the
-      // context after this handler returns).
-      constexpr auto kPoll = std::chrono::milliseconds(20);
-      while (true) {
-        auto until = std::chrono::system_clock::now() + kPoll;
-        if (bounded) until = std::min(until, deadline);
-        if (future.wait_until(until) == std::future_status::ready) break;
-        if (bounded && std::chrono::system_clock::now() >= deadline) {
-          abandoned->store(true);
-          throw DeadlineExceeded{};
-        }
-        if (context->IsCancelled()) {
-          abandoned->store(true);
-          throw Cancelled{};
-        }
-      }
-      encode_grpc_infer(decoded, future.get(), model->name, model->version, q->id(), *r);
-    });
-  }
-
   Status SystemSharedMemoryStatus(ServerContext*,
                                   const inference::SystemSharedMemoryStatusRequest* q,
                                   inference::SystemSharedMemoryStatusResponse* r) override {
@@ -290,6 +253,91 @@ class Service final : public inference::GRPCInferenceService::Service {
   }
 
  private:
+  // One ModelInfer call: the reactor gRPC drives (OnCancel: the client went or its deadline
+  // passed, so the scheduler drops the request unexecuted) and what the answer needs.
+  class InferCall final : public grpc::ServerUnaryReactor {
+   public:
+    InferCall() : abandoned(std::make_shared<std::atomic<bool>>(false)) {}
+    void OnCancel() override { abandoned->store(true); }
+    void OnDone() override { delete this; }
+
+    std::shared_ptr<std::atomic<bool>> abandoned;
+    std::unique_ptr<MemoryTrimmer::Scope> trim_after;  // released with the call
+    DecodedInfer decoded;
+    std::string model_name, id;
+    int64_t model_version = 0;
+  };
+
+  grpc::ServerUnaryReactor* infer(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
+    auto* call = new InferCall();
+    grpc::ByteBuffer received = *request;  // shares the slices
+    inference::ModelInferRequest q;
+    const Status parsed = parse_bounded(received, limit_for(5), q);
+    if (!parsed.ok()) {
+      call->Finish(parsed);
+      return call;
+    }
+    call->trim_after =
+        std::make_unique<MemoryTrimmer::Scope>(state_.memory_trimmer, int64_t(q.ByteSizeLong()));
+    const Status queued = guarded([&] {
+      if (!state_.accepting.load())
+        throw Error(ErrorCode::kUnavailable, "the server is shutting down");
+      const auto model = state_.repository->get(q.model_name(), q.model_version());
+      call->decoded = decode_grpc_infer(q, state_.shared_memory);
+      DecodedInfer& decoded = call->decoded;
+      // Unknown requested outputs fail before the request is queued.
+      check_requested_outputs(model->scheduler->signature(), decoded.requested, model->name);
+      check_reply_bytes(decoded, model->scheduler->signature(),
+                        model->scheduler->output_rows(models::views_of(decoded.request.inputs)),
+                        state_.max_response_bytes, model->name, false);
+      call->model_name = model->name;
+      call->model_version = model->version;
+      call->id = q.id();
+      // The deadline and the client's presence travel with the request: the scheduler drops
+      // it, unexecuted, once nobody waits for the answer.
+      const auto deadline = context->deadline();
+      const auto now = std::chrono::system_clock::now();
+      if (deadline < now + std::chrono::hours(24 * 365))
+        decoded.request.deadline = std::chrono::steady_clock::now() + (deadline - now);
+      decoded.request.abandoned = call->abandoned;
+      model->scheduler->submit(
+          std::move(decoded.request),
+          [call, response](std::vector<models::HostTensor> outputs, std::exception_ptr error) {
+            call->Finish(answer(*call, std::move(outputs), std::move(error), *response));
+          });
+    });
+    if (!queued.ok()) call->Finish(queued);
+    return call;
+  }
+
+  // The reply of a call the scheduler answered (on its thread: short).
+  static Status answer(InferCall& call, std::vector<models::HostTensor> outputs,
+                       std::exception_ptr error, grpc::ByteBuffer& response) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kDeadlineExceeded)
+          return Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "deadline exceeded before the inference finished");
+        if (call.abandoned->load())
+          return Status(grpc::StatusCode::CANCELLED, "the client cancelled the call");
+        return to_status(e);
+      } catch (const std::exception& e) {
+        return to_status(e);
+      }
+    }
+    return guarded([&] {
+      inference::ModelInferResponse r;
+      encode_grpc_infer(call.decoded, outputs, call.model_name, call.model_version, call.id, r);
+      bool own = false;
+      const Status status =
+          grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(r, &response, &own);
+      if (!status.ok()) throw Error(ErrorCode::kInternal, status.error_message());
+    });
+  }
+
   // A control message (metadata, repository, shared-memory registration) is at most this big.
   static constexpr size_t kControlMessageBytes = size_t(1) << 20;
   // An inference message's bytes around its tensors (names, shapes, parameters).

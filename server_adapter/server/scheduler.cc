@@ -48,6 +48,19 @@ ModelScheduler::~ModelScheduler() {
 }
 
 std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request) {
+  auto promise = std::make_shared<std::promise<std::vector<HostTensor>>>();
+  auto future = promise->get_future();
+  submit(std::move(request), [promise](std::vector<HostTensor> outputs, std::exception_ptr error) {
+    if (error) {
+      promise->set_exception(std::move(error));
+    } else {
+      promise->set_value(std::move(outputs));
+    }
+  });
+  return future;
+}
+
+void ModelScheduler::submit(InferRequest request, Completion done) {
   const auto arrival = Clock::now();
   models::CheckedInputs checked;
   try {
@@ -67,7 +80,7 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
   pending->request.timeout = request.timeout;
   pending->request.deadline = request.deadline;
   pending->request.abandoned = std::move(request.abandoned);
-  auto future = pending->promise.get_future();
+  pending->done = std::move(done);
   {
     std::lock_guard lock(mutex_);
     const auto reject = [&](const std::string& why) {
@@ -87,7 +100,6 @@ std::future<std::vector<HostTensor>> ModelScheduler::submit(InferRequest request
     stats_->update([](StatsSnapshot& s) { ++s.pending; });
   }
   wake_.notify_one();
-  return future;
 }
 
 void ModelScheduler::drain() {
@@ -134,7 +146,7 @@ void ModelScheduler::drop_unwanted(Clock::time_point now) {
     // (and the free) happens after the reader on whichever thread drops the exception last.
     auto error = std::make_exception_ptr(*reason);
     reason.reset();
-    (*it)->promise.set_exception(std::move(error));
+    (*it)->done({}, std::move(error));
     stats_->update([&](StatsSnapshot& s) {
       s.fail.add(ns_between((*it)->arrival, now));
       --s.pending;
@@ -262,9 +274,9 @@ void ModelScheduler::execute(models::Model& model, std::vector<std::unique_ptr<P
   });
   for (size_t r = 0; r < batch.size(); ++r) {
     if (run.parts[r].error) {
-      batch[r]->promise.set_exception(run.parts[r].error);
+      batch[r]->done({}, run.parts[r].error);
     } else {
-      batch[r]->promise.set_value(std::move(per_request[r]));
+      batch[r]->done(std::move(per_request[r]), nullptr);
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -52,6 +53,11 @@ class ModelScheduler {
   }
   // Checks the inputs (kInvalidArgument, counted as a failure) and queues the request.
   std::future<std::vector<models::HostTensor>> submit(InferRequest request);
+  // The same, answered through `done` (outputs, or an error) on the thread that ran or dropped
+  // the request: a worker, or a submitter's thread when a drop happens there. Keep it short.
+  using Completion =
+      std::function<void(std::vector<models::HostTensor> outputs, std::exception_ptr error)>;
+  void submit(InferRequest request, Completion done);
   // Stops accepting (kUnavailable) and waits until every queued request has been answered.
   void drain();
 
@@ -61,7 +67,7 @@ class ModelScheduler {
     int64_t batch = 0;
     size_t bytes = 0;
     std::chrono::steady_clock::time_point arrival;
-    std::promise<std::vector<models::HostTensor>> promise;
+    Completion done;
   };
   void worker(size_t instance);
   std::vector<std::unique_ptr<Pending>> take_batch(std::unique_lock<std::mutex>& lock);
