@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -255,27 +256,54 @@ class Service final : public inference::GRPCInferenceService::Service {
  private:
   // One ModelInfer call: the reactor gRPC drives (OnCancel: the client went or its deadline
   // passed, so the scheduler drops the request unexecuted) and what the answer needs.
+  //
+  // The call moves between threads through libgrpc (handler thread -> gRPC thread for OnCancel;
+  // scheduler worker -> Finish -> gRPC thread for OnDone), which ThreadSanitizer cannot see into:
+  // each hand-over is also stated with a release/acquire pair of kaas's own.
   class InferCall final : public grpc::ServerUnaryReactor {
    public:
-    InferCall() : abandoned(std::make_shared<std::atomic<bool>>(false)) {}
-    void OnCancel() override { abandoned->store(true); }
-    void OnDone() override { delete this; }
+    explicit InferCall(std::atomic<int64_t>& answering)
+        : abandoned(std::make_shared<std::atomic<bool>>(false)), answering_(answering) {}
+    void OnCancel() override {
+      (void)published_.load(std::memory_order_acquire);
+      abandoned->store(true);
+    }
+    void OnDone() override {
+      (void)answered_.load(std::memory_order_acquire);
+      delete this;
+    }
+    // The handler is done with the call: gRPC may call OnCancel from now on.
+    void publish() { published_.store(true, std::memory_order_release); }
+    // The one answer; the call may be gone once Finish is called. The server counts the answers
+    // still inside Finish, which uses the grpc::Server, so that it is not deleted under them.
+    void answer(Status status) {
+      std::atomic<int64_t>& answering = answering_;
+      answering.fetch_add(1, std::memory_order_relaxed);
+      answered_.store(true, std::memory_order_release);
+      Finish(std::move(status));
+      answering.fetch_sub(1, std::memory_order_release);
+    }
 
     std::shared_ptr<std::atomic<bool>> abandoned;
     std::unique_ptr<MemoryTrimmer::Scope> trim_after;  // released with the call
     DecodedInfer decoded;
     std::string model_name, id;
     int64_t model_version = 0;
+
+   private:
+    std::atomic<bool> published_{false}, answered_{false};
+    std::atomic<int64_t>& answering_;
   };
 
   grpc::ServerUnaryReactor* infer(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
-    auto* call = new InferCall();
+    auto* call = new InferCall(answering_);
     grpc::ByteBuffer received = *request;  // shares the slices
     inference::ModelInferRequest q;
     const Status parsed = parse_bounded(received, limit_for(5), q);
     if (!parsed.ok()) {
-      call->Finish(parsed);
+      call->publish();
+      call->answer(parsed);
       return call;
     }
     call->trim_after =
@@ -304,16 +332,17 @@ class Service final : public inference::GRPCInferenceService::Service {
       model->scheduler->submit(
           std::move(decoded.request),
           [call, response](std::vector<models::HostTensor> outputs, std::exception_ptr error) {
-            call->Finish(answer(*call, std::move(outputs), std::move(error), *response));
+            call->answer(reply(*call, std::move(outputs), std::move(error), *response));
           });
     });
-    if (!queued.ok()) call->Finish(queued);
+    call->publish();
+    if (!queued.ok()) call->answer(queued);
     return call;
   }
 
   // The reply of a call the scheduler answered (on its thread: short).
-  static Status answer(InferCall& call, std::vector<models::HostTensor> outputs,
-                       std::exception_ptr error, grpc::ByteBuffer& response) {
+  static Status reply(InferCall& call, std::vector<models::HostTensor> outputs,
+                      std::exception_ptr error, grpc::ByteBuffer& response) {
     if (error) {
       try {
         std::rethrow_exception(error);
@@ -446,6 +475,14 @@ class Service final : public inference::GRPCInferenceService::Service {
   }
 
   ServerState& state_;
+  std::atomic<int64_t> answering_{0};
+
+ public:
+  // After grpc::Server::Wait (every call done, so every answer begun): waits until no answer is
+  // still inside Finish.
+  void wait_for_answers() const {
+    while (answering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
 };
 
 std::string read_file(const std::string& path) {
@@ -513,6 +550,7 @@ void GrpcFrontend::shutdown() {
   if (impl_->server) {
     impl_->server->Shutdown();
     impl_->server->Wait();
+    impl_->service->wait_for_answers();
     impl_->server.reset();
   }
 }

@@ -277,7 +277,9 @@ def compressed_messages(server, plain_stub):
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "after decompression" in details,
               f"a gzip ModelInfer inflating to 256 MiB: {code} '{details[:160]}'")
         grown = peak_rss_mib(server.process.pid) - peak
-        check(grown < 160, f"peak RSS grew {grown:.0f} MiB for the 256 MiB bomb (inflation stops at 65 MiB)")
+        # ThreadSanitizer's shadow memory is several times what the program touches.
+        tsan = os.environ.get("KAAS_TEST_SANITIZER") == "thread"
+        check(tsan or grown < 160, f"peak RSS grew {grown:.0f} MiB for the 256 MiB bomb (inflation stops at 65 MiB)")
         # To EmTrkMichelId (max batch 1024 of 48 x 48 floats, 9.4 MB): its own bound, once the
         # model's name has inflated.
         bomb = service_pb2.ModelInferRequest(model_name="emtrkmichelid")
@@ -295,7 +297,7 @@ def compressed_messages(server, plain_stub):
             code, details = e.code(), e.details() or ""
         del message
         grown = peak_rss_mib(server.process.pid) - peak
-        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "model emtrkmichelid" in details and grown < 40,
+        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "model emtrkmichelid" in details and (tsan or grown < 40),
               f"a gzip ModelInfer to emtrkmichelid inflating to 256 MiB: {code} '{details[:160]}', "
               f"peak RSS +{grown:.0f} MiB")
         code, details = None, ""
