@@ -4,7 +4,6 @@
 #include <grpc/compression.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/support/method_handler.h>
 
 #include <algorithm>
@@ -20,6 +19,8 @@
 #include "grpc_service.grpc.pb.h"
 #include "kaas/common/error.h"
 #include "kaas/server_adapter/server/bounded_inflate.h"
+#include "kaas/server_adapter/server/grpc_bounded.h"
+#include "kaas/server_adapter/server/health_service.h"
 #include "kaas/server_adapter/server/infer_codec.h"
 
 namespace kaas::server {
@@ -28,12 +29,6 @@ namespace {
 
 using grpc::ServerContext;
 using grpc::Status;
-
-Status to_status(const std::exception& e) {
-  if (const auto* k = dynamic_cast<const Error*>(&e))
-    return Status(static_cast<grpc::StatusCode>(grpc_status_code(k->code())), k->what());
-  return Status(grpc::StatusCode::INTERNAL, e.what());
-}
 
 // The client's deadline passed while its request was queued or running.
 struct DeadlineExceeded {};
@@ -53,43 +48,6 @@ Status guarded(F&& f) {
   } catch (const std::exception& e) {
     return to_status(e);
   }
-}
-
-// The message as gRPC received it: the server runs with per-message decompression off, so a
-// compressed message is still compressed here. grpc::ByteBuffer is a standard-layout wrapper of
-// exactly this pointer (its header asserts the representation), hence pointer-interconvertible
-// with it.
-grpc_byte_buffer* core_buffer(grpc::ByteBuffer& buffer) {
-  static_assert(std::is_standard_layout_v<grpc::ByteBuffer> &&
-                sizeof(grpc::ByteBuffer) == sizeof(grpc_byte_buffer*));
-  return *reinterpret_cast<grpc_byte_buffer**>(&buffer);
-}
-
-// The request in `received`, inflated to at most limit.bytes when the client compressed it.
-template <class Message>
-Status parse_bounded(grpc::ByteBuffer& received, const InflateLimit& limit, Message& message) {
-  const grpc_byte_buffer* raw = core_buffer(received);
-  if (raw == nullptr) return Status(grpc::StatusCode::INTERNAL, "no request message");
-  if (raw->type != GRPC_BB_RAW || raw->data.raw.compression == GRPC_COMPRESS_NONE)
-    return grpc::SerializationTraits<Message>::Deserialize(&received, &message);
-  const char* algorithm = "compressed";
-  grpc_compression_algorithm_name(raw->data.raw.compression, &algorithm);
-  std::vector<std::string_view> pieces;
-  const grpc_slice_buffer& slices = raw->data.raw.slice_buffer;
-  for (size_t i = 0; i < slices.count; ++i) {
-    pieces.emplace_back(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slices.slices[i])),
-                        GRPC_SLICE_LENGTH(slices.slices[i]));
-  }
-  try {
-    const std::string inflated = inflate_bounded(pieces, algorithm, limit);
-    if (!message.ParseFromString(inflated))
-      return Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          "the " + std::string(algorithm) + " message is not a valid " + message.GetTypeName());
-  } catch (const std::exception& e) {
-    return to_status(e);
-  }
-  return Status::OK;
 }
 
 class Service final : public inference::GRPCInferenceService::Service {
@@ -497,6 +455,7 @@ std::string read_file(const std::string& path) {
 
 struct GrpcFrontend::Impl {
   std::unique_ptr<Service> service;
+  HealthService health;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
@@ -504,8 +463,9 @@ struct GrpcFrontend::Impl {
 GrpcFrontend::GrpcFrontend(ServerState& state, const GrpcOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->service = std::make_unique<Service>(state);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection's requests are read by its own handlers, which let gRPC inflate a compressed one
+  // whole: served only when asked for (grpcurl and similar tools).
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
@@ -528,6 +488,7 @@ GrpcFrontend::GrpcFrontend(ServerState& state, const GrpcOptions& options)
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
                               options.handler_threads);
   builder.RegisterService(impl_->service.get());
+  builder.RegisterService(impl_->health.service());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(ErrorCode::kUnavailable,
@@ -543,11 +504,12 @@ int GrpcFrontend::port() const {
 }
 
 void GrpcFrontend::set_serving(bool serving) {
-  if (auto* health = impl_->server->GetHealthCheckService()) health->SetServingStatus(serving);
+  impl_->health.set_serving(serving);
 }
 
 void GrpcFrontend::shutdown() {
   if (impl_->server) {
+    impl_->health.shut_down();  // Watch streams end, so Shutdown does not wait for them
     impl_->server->Shutdown();
     impl_->server->Wait();
     impl_->service->wait_for_answers();

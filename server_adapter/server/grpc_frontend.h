@@ -1,7 +1,7 @@
 #pragma once
 // The gRPC front end: inference.GRPCInferenceService (KServe v2 + Triton extensions),
-// grpc.health.v1.Health and server reflection; compressed messages inflated with a bound
-// (grpc_frontend.cc). Port 0 picks a free port (port()).
+// grpc.health.v1.Health (health_service.h) and, when asked, server reflection; compressed
+// messages inflated with a bound (grpc_bounded.h). Port 0 picks a free port (port()).
 
 #include <memory>
 #include <string>
@@ -20,6 +20,7 @@ struct GrpcOptions {
   // Handler threads kept between calls (gRPC's MAX_POLLERS): more calls than this at once still
   // get a thread each, created for the call.
   int handler_threads = 256;
+  bool reflection = false;  // gRPC server reflection (its requests are inflated by gRPC, whole)
 };
 
 class GrpcFrontend {

@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
                  "sent; more calls at once get a thread created for the call)")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
+  app.add_option("--grpc-reflection", options.grpc_reflection,
+                 "serve gRPC server reflection (true/false; grpcurl): its requests are inflated by "
+                 "gRPC whole, without kaas's bound on compressed messages")
+      ->capture_default_str();
   auto& http = options.http;
   app.add_option("--http-threads", http.worker_threads,
                  "REST worker threads: requests executing at once (connections hold none)")

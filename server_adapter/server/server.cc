@@ -34,7 +34,8 @@ Server::Server(const ServerOptions& options) {
                           .tls_cert_file = options.tls_cert_file,
                           .tls_key_file = options.tls_key_file,
                           .max_receive_bytes = options.max_request_bytes + (size_t(1) << 20),
-                          .handler_threads = options.grpc_handler_threads});
+                          .handler_threads = options.grpc_handler_threads,
+                          .reflection = options.grpc_reflection});
   HttpServerOptions http = options.http;
   http.host = options.host;
   http.port = options.http_port;

@@ -27,6 +27,7 @@ struct ServerOptions {
   // (plus 1 MiB for the message around them) and the most a compressed REST body inflates to.
   size_t max_request_bytes = size_t(64) << 20;
   int grpc_handler_threads = 256;  // gRPC handler threads kept between calls
+  bool grpc_reflection = false;    // gRPC server reflection
   // The largest reply a request may ask for (--max-response-bytes; binary bytes, or REST JSON
   // text), refused before the model runs.
   size_t max_response_bytes = size_t(64) << 20;

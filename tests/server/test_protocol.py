@@ -183,7 +183,7 @@ def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-protocol-"))
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
-    server = KaasServer(args.server, repo)
+    server = KaasServer(args.server, repo, ["--grpc-reflection=true"])
     try:
         health_and_reflection(server)
         typed_contents(server)

@@ -20,6 +20,7 @@ import zlib
 import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -307,6 +308,16 @@ def compressed_messages(server, plain_stub):
             code, details = e.code(), e.details() or ""
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "control message" in details,
               f"a gzip RepositoryIndex inflating to 8 MiB: {code} '{details[:160]}'")
+        health = health_pb2_grpc.HealthStub(channel)
+        status = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=30).status
+        check(status == health_pb2.HealthCheckResponse.SERVING, f"grpc.health.v1 Check over gzip: {status}")
+        code, details = None, ""
+        try:
+            health.Check(health_pb2.HealthCheckRequest(service="\0" * (8 << 20)), timeout=30)
+        except grpc.RpcError as e:
+            code, details = e.code(), e.details() or ""
+        check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "health check request" in details,
+              f"a gzip health Check inflating to 8 MiB: {code} '{details[:160]}'")
 
 
 def huge_message(server):
