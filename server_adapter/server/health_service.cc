@@ -16,19 +16,19 @@ namespace {
 
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
-using Reply = HealthCheckResponse::ServingStatus;
+using HealthReply = HealthCheckResponse::ServingStatus;
 
 // A health request names a service: a few bytes.
-const InflateLimit kRequestLimit{
+const InflateLimit kHealthRequestLimit{
     .bytes = 1024, .code = ErrorCode::kResourceExhausted, .why = "a health check request"};
 
-bool known(const std::string& service) {
+bool known_service(const std::string& service) {
   return service.empty() || service == "inference.GRPCInferenceService";
 }
 
-class Service final : public grpc::health::v1::Health::Service {
+class BoundedHealth final : public grpc::health::v1::Health::Service {
  public:
-  Service() {
+  BoundedHealth() {
     // Check: the request as received (streamed unary); Watch likewise (split server streaming).
     using Bytes = grpc::ByteBuffer;
     MarkMethodStreamed(
@@ -58,11 +58,11 @@ class Service final : public grpc::health::v1::Health::Service {
     grpc::ByteBuffer received;
     if (!stream->Read(&received))
       return grpc::Status(grpc::StatusCode::INTERNAL, "no request message");
-    return parse_bounded(received, kRequestLimit, request);
+    return parse_bounded(received, kHealthRequestLimit, request);
   }
 
   template <class Stream>
-  static bool write(Stream* stream, Reply status) {
+  static bool write(Stream* stream, HealthReply status) {
     HealthCheckResponse response;
     response.set_status(status);
     grpc::ByteBuffer bytes;
@@ -71,17 +71,17 @@ class Service final : public grpc::health::v1::Health::Service {
            stream->Write(bytes);
   }
 
-  Reply status_of(const std::string& service) const {
-    if (!known(service)) return HealthCheckResponse::SERVICE_UNKNOWN;
+  HealthReply status_of(const std::string& service) const {
+    if (!known_service(service)) return HealthCheckResponse::SERVICE_UNKNOWN;
     return serving_ ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
   }
 
   grpc::Status check(grpc::ServerUnaryStreamer<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
     HealthCheckRequest request;
     if (const grpc::Status parsed = read(stream, request); !parsed.ok()) return parsed;
-    if (!known(request.service()))
+    if (!known_service(request.service()))
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service " + request.service());
-    Reply status;
+    HealthReply status;
     {
       const std::lock_guard lock(mutex_);
       status = status_of(request.service());
@@ -98,9 +98,9 @@ class Service final : public grpc::health::v1::Health::Service {
     if (const grpc::Status parsed = read(stream, request); !parsed.ok()) return parsed;
     std::unique_lock lock(mutex_);
     bool first = true;
-    Reply sent = HealthCheckResponse::UNKNOWN;
+    HealthReply sent = HealthCheckResponse::UNKNOWN;
     while (true) {
-      const Reply now = status_of(request.service());
+      const HealthReply now = status_of(request.service());
       if (first || now != sent) {
         lock.unlock();
         if (!write(stream, now)) return grpc::Status::OK;  // the client went away
@@ -123,7 +123,7 @@ class Service final : public grpc::health::v1::Health::Service {
 }  // namespace
 
 struct HealthService::Impl {
-  Service service;
+  BoundedHealth service;
 };
 
 HealthService::HealthService() : impl_(std::make_unique<Impl>()) {}
