@@ -36,10 +36,10 @@ inline grpc_byte_buffer* core_buffer(grpc::ByteBuffer& buffer) {
   return *reinterpret_cast<grpc_byte_buffer**>(&buffer);
 }
 
-// The request in `received`, inflated to at most limit.bytes when the client compressed it.
-template <class Message>
-grpc::Status parse_bounded(grpc::ByteBuffer& received, const InflateLimit& limit,
-                           Message& message) {
+// The request in `received`, inflated to at most limit_of().bytes when the client compressed it
+// (the limit is worked out only then: an uncompressed message pays nothing for it).
+template <class Message, class LimitOf>
+grpc::Status parse_bounded(grpc::ByteBuffer& received, const LimitOf& limit_of, Message& message) {
   const grpc_byte_buffer* raw = core_buffer(received);
   if (raw == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "no request message");
   if (raw->type != GRPC_BB_RAW || raw->data.raw.compression == GRPC_COMPRESS_NONE)
@@ -53,7 +53,7 @@ grpc::Status parse_bounded(grpc::ByteBuffer& received, const InflateLimit& limit
                         GRPC_SLICE_LENGTH(slices.slices[i]));
   }
   try {
-    const std::string inflated = inflate_bounded(pieces, algorithm, limit);
+    const std::string inflated = inflate_bounded(pieces, algorithm, limit_of());
     if (!message.ParseFromString(inflated))
       return grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,

@@ -258,7 +258,8 @@ class Service final : public inference::GRPCInferenceService::Service {
     auto* call = new InferCall(answering_);
     grpc::ByteBuffer received = *request;  // shares the slices
     inference::ModelInferRequest q;
-    const Status parsed = parse_bounded(received, limit_for(5), q);
+    const Status parsed = parse_bounded(
+        received, [this] { return limit_for(5); }, q);
     if (!parsed.ok()) {
       call->publish();
       call->answer(parsed);
@@ -381,7 +382,8 @@ class Service final : public inference::GRPCInferenceService::Service {
                      if (!stream->Read(&received))
                        return Status(grpc::StatusCode::INTERNAL, "no request message");
                      Request request;
-                     Status status = parse_bounded(received, limit_for(index), request);
+                     Status status = parse_bounded(
+                         received, [this, index] { return limit_for(index); }, request);
                      if (!status.ok()) return status;
                      Response response;
                      status = (this->*handler)(context, &request, &response);

@@ -58,7 +58,8 @@ class BoundedHealth final : public grpc::health::v1::Health::Service {
     grpc::ByteBuffer received;
     if (!stream->Read(&received))
       return grpc::Status(grpc::StatusCode::INTERNAL, "no request message");
-    return parse_bounded(received, kHealthRequestLimit, request);
+    return parse_bounded(
+        received, [] { return kHealthRequestLimit; }, request);
   }
 
   template <class Stream>

@@ -215,7 +215,7 @@ def run(server):
     check("out of range" in reason and "stoll" not in reason, f"version directory beyond int64: '{reason[:100]}'")
     reason = index["config_dir"].reason if "config_dir" in index else ""
     check("not a regular file" in reason, f"config.pbtxt that is a directory: '{reason[:100]}'")
-    compressed_messages(server, stub)
+    compressed_messages(server, stub)  # the plain (uncompressed) stub of the checks above
     still_serving("compressed gRPC messages and bombs")
     huge_message(server)
     still_serving("a 512 MB gRPC message")
@@ -237,11 +237,39 @@ def peak_rss_mib(pid):
     return 0.0
 
 
+def refused(call):
+    """(status code, details) of a call expected to fail; (None, "") when it was answered."""
+    try:
+        call()
+    except grpc.RpcError as e:
+        return e.code(), e.details() or ""
+    return None, ""
+
+
+def bomb_peak_mib(server, send):
+    """The server's peak RSS growth while `send` runs (the peak is reset to the current RSS first:
+    "5" to /proc/PID/clear_refs), and what `send` returned."""
+    pathlib.Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")
+    peak = peak_rss_mib(server.process.pid)
+    result = send()
+    return peak_rss_mib(server.process.pid) - peak, result
+
+
+def infer_bomb(model, inputs):
+    """A ModelInferRequest of zeros, serialized: (name, datatype, shape, bytes) per input."""
+    bomb = service_pb2.ModelInferRequest(model_name=model)
+    for name, datatype, shape, raw in inputs:
+        bomb.inputs.add(name=name, datatype=datatype, shape=shape)
+        bomb.raw_input_contents.append(raw)
+    return bomb.SerializeToString()
+
+
 def compressed_messages(server, plain_stub):
     """gRPC messages sent with gzip: served as plain ones; one that inflates past what its method
-    can use (an inference request past the largest a model here accepts, 65 MiB; a control
-    message past 1 MiB) is RESOURCE_EXHAUSTED once inflation passes the bound, not after
-    inflating whole (256 MiB here): the server's peak RSS grows by less than the bomb."""
+    can use (an inference request past the largest its model accepts: knn 65 MiB, EmTrkMichelId
+    10 MiB; a control message past 1 MiB, a health check past 1 KiB) is RESOURCE_EXHAUSTED once
+    inflation passes the bound, not after inflating whole (256 MiB here): the server's peak RSS
+    grows by less than the bomb."""
     # 1,000 points on a few grid places: a request gzip shrinks (gRPC sends a message
     # uncompressed when compressing would not make it smaller).
     points = (np.arange(3000, dtype=np.float32).reshape(1000, 3) % 4)
@@ -250,72 +278,42 @@ def compressed_messages(server, plain_stub):
     knn_request.inputs.add(name="row_splits", datatype="INT64", shape=[2])
     knn_request.raw_input_contents.extend([points.tobytes(), np.array([0, 1000], dtype=np.int64).tobytes()])
     expected = plain_stub.ModelInfer(knn_request, timeout=30).raw_output_contents
+    # ThreadSanitizer's shadow memory is several times what the program touches.
+    tsan = os.environ.get("KAAS_TEST_SANITIZER") == "thread"
     with grpc.insecure_channel(server.grpc_url, compression=grpc.Compression.Gzip) as channel:
-        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-        reply = stub.ModelInfer(knn_request, timeout=30)
+        gzip_stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        reply = gzip_stub.ModelInfer(knn_request, timeout=30)
         check(reply.raw_output_contents == expected and len(expected) == 2,
               "a gzip ModelInfer (1,000 points): the uncompressed request's outputs")
-        index = stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(repository_name="a" * 4000), timeout=30)
+        index = gzip_stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(repository_name="a" * 4000), timeout=30)
         check("knn" in [m.name for m in index.models], "a gzip RepositoryIndex request (4 KB): answered")
-        bomb = service_pb2.ModelInferRequest(model_name="knn")
-        n = (256 << 20) // 12
-        bomb.inputs.add(name="points", datatype="FP32", shape=[n, 3])
-        bomb.inputs.add(name="row_splits", datatype="INT64", shape=[2])
-        bomb.raw_input_contents.append(bytes(n * 12))
-        bomb.raw_input_contents.append(np.array([0, n], dtype=np.int64).tobytes())
-        message = bomb.SerializeToString()
-        del bomb
-        # The peak is reset to the current RSS (Linux: "5" to clear_refs), so it measures the bomb.
-        pathlib.Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")
-        peak = peak_rss_mib(server.process.pid)
         model_infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
-        code, details = None, ""
-        try:
-            model_infer(message, timeout=120)
-        except grpc.RpcError as e:
-            code, details = e.code(), e.details() or ""
-        del message
+        n = (256 << 20) // 12
+        knn_bomb = infer_bomb("knn", [("points", "FP32", [n, 3], bytes(n * 12)),
+                                      ("row_splits", "INT64", [2], np.array([0, n], dtype=np.int64).tobytes())])
+        grown, (code, details) = bomb_peak_mib(server, lambda: refused(lambda: model_infer(knn_bomb, timeout=120)))
+        del knn_bomb
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "after decompression" in details,
               f"a gzip ModelInfer inflating to 256 MiB: {code} '{details[:160]}'")
-        grown = peak_rss_mib(server.process.pid) - peak
-        # ThreadSanitizer's shadow memory is several times what the program touches.
-        tsan = os.environ.get("KAAS_TEST_SANITIZER") == "thread"
         check(tsan or grown < 160, f"peak RSS grew {grown:.0f} MiB for the 256 MiB bomb (inflation stops at 65 MiB)")
         # To EmTrkMichelId (max batch 1024 of 48 x 48 floats, 9.4 MB): its own bound, once the
         # model's name has inflated.
-        bomb = service_pb2.ModelInferRequest(model_name="emtrkmichelid")
         rows = (256 << 20) // (48 * 48 * 4)
-        bomb.inputs.add(name="main_input", datatype="FP32", shape=[rows, 48, 48, 1])
-        bomb.raw_input_contents.append(bytes(rows * 48 * 48 * 4))
-        message = bomb.SerializeToString()
-        del bomb
-        pathlib.Path(f"/proc/{server.process.pid}/clear_refs").write_text("5")
-        peak = peak_rss_mib(server.process.pid)
-        code, details = None, ""
-        try:
-            model_infer(message, timeout=120)
-        except grpc.RpcError as e:
-            code, details = e.code(), e.details() or ""
-        del message
-        grown = peak_rss_mib(server.process.pid) - peak
+        emtrk_bomb = infer_bomb("emtrkmichelid", [("main_input", "FP32", [rows, 48, 48, 1], bytes(rows * 48 * 48 * 4))])
+        grown, (code, details) = bomb_peak_mib(server, lambda: refused(lambda: model_infer(emtrk_bomb, timeout=120)))
+        del emtrk_bomb
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "model emtrkmichelid" in details and (tsan or grown < 40),
               f"a gzip ModelInfer to emtrkmichelid inflating to 256 MiB: {code} '{details[:160]}', "
               f"peak RSS +{grown:.0f} MiB")
-        code, details = None, ""
-        try:
-            stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(repository_name="\0" * (8 << 20)), timeout=30)
-        except grpc.RpcError as e:
-            code, details = e.code(), e.details() or ""
+        code, details = refused(lambda: gzip_stub.RepositoryIndex(
+            service_pb2.RepositoryIndexRequest(repository_name="\0" * (8 << 20)), timeout=30))
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "control message" in details,
               f"a gzip RepositoryIndex inflating to 8 MiB: {code} '{details[:160]}'")
         health = health_pb2_grpc.HealthStub(channel)
         status = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=30).status
         check(status == health_pb2.HealthCheckResponse.SERVING, f"grpc.health.v1 Check over gzip: {status}")
-        code, details = None, ""
-        try:
-            health.Check(health_pb2.HealthCheckRequest(service="\0" * (8 << 20)), timeout=30)
-        except grpc.RpcError as e:
-            code, details = e.code(), e.details() or ""
+        code, details = refused(lambda: health.Check(health_pb2.HealthCheckRequest(service="\0" * (8 << 20)),
+                                                     timeout=30))
         check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "health check request" in details,
               f"a gzip health Check inflating to 8 MiB: {code} '{details[:160]}'")
 
