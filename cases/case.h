@@ -86,6 +86,9 @@ class Instance {
 
 struct Case {
   std::string kernel;  // its header is kernels/<kernel>.h
+  // The implementation tables whose rows impls() names (kernels/impl_table.h), e.g. "gemm fp32";
+  // an implementation runs its row of each. Empty for a kernel with one implementation.
+  std::vector<std::string> impl_tables;
   // The benchmark name; "{backend}" and "{impl}" are replaced by the backend and implementation.
   std::string name;
   std::string title;               // short, for the self-check table

@@ -105,19 +105,28 @@ double conv_tolerance(const ConvCase& c, double magnitude) {
   return reduction_tolerance(kred, magnitude) + 4e-7;  // + the activation's own rounding
 }
 
-std::vector<Conv2dImpl> conv_simd_impls(const Backend& backend, const ConvCase& c) {
+template <class T>
+std::vector<Conv2dImpl> conv_case_impls(const Backend& backend, const ConvCase& c) {
+  int64_t in[4], weight[4], out[4];
+  conv_input_extents(c, in);
+  conv_weight_extents(c, weight);
+  conv_output_extents(c, conv_shape(c), out);
+  const Queue queue(backend);
+  const T* none = nullptr;
   std::vector<Conv2dImpl> impls;
-  if (!host_simd(backend.id()) || c.params.layout != Layout::kNHWC || c.params.groups != 1) {
-    return impls;
-  }
-  if (conv2d_avx2_available()) impls.push_back(Conv2dImpl::kAvx2);
-  if (conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
+  for (const std::string& name :
+       conv2d_impls_for(queue, make_view<4>(none, in), make_view<4>(none, weight),
+                        make_view<4>(static_cast<T*>(nullptr), out), c.params))
+    impls.push_back(conv_impl_from_name(name));
   return impls;
 }
+template std::vector<Conv2dImpl> conv_case_impls<float>(const Backend&, const ConvCase&);
+template std::vector<Conv2dImpl> conv_case_impls<bf16>(const Backend&, const ConvCase&);
+template std::vector<Conv2dImpl> conv_case_impls<fp16>(const Backend&, const ConvCase&);
 
 Conv2dImpl conv_impl_from_name(std::string_view name) {
-  for (Conv2dImpl impl :
-       {Conv2dImpl::kAuto, Conv2dImpl::kPortable, Conv2dImpl::kAvx2, Conv2dImpl::kAvx512}) {
+  for (Conv2dImpl impl : {Conv2dImpl::kAuto, Conv2dImpl::kPortable, Conv2dImpl::kAvx2,
+                          Conv2dImpl::kAvx512, Conv2dImpl::kAvx512Bf16}) {
     if (to_string(impl) == name) return impl;
   }
   throw Error(ErrorCode::kInvalidArgument,
@@ -213,9 +222,10 @@ Case make_case(const ConvCase& c, bool integers, std::string name) {
   k.reference_ops = 2 * k.flops;
   k.items = double(c.batch);
   k.items_name = "patches_per_s";
+  k.impl_tables = {"conv2d fp32"};
   k.impls = [c](const Backend& backend) {
-    std::vector<std::string> names = {"auto", "portable"};
-    for (Conv2dImpl impl : conv_simd_impls(backend, c)) names.emplace_back(to_string(impl));
+    std::vector<std::string> names = {"auto"};
+    for (Conv2dImpl impl : conv_case_impls<float>(backend, c)) names.emplace_back(to_string(impl));
     return names;
   };
   k.prepare = [c, integers](const Queue& queue, const RunOptions& options) {

@@ -37,7 +37,10 @@ void conv_reference(const ConvCase& c, const Conv2dShape& s, const ConvData& d,
 double conv_tolerance(const ConvCase& c, double magnitude);
 
 // The CPU fast paths (both ISAs) that can run `c` on this backend and this CPU.
-std::vector<Conv2dImpl> conv_simd_impls(const Backend& backend, const ConvCase& c);
+// The rows of conv2d's table for T activations (kernels/conv2d.cc) that can run `c` on `backend`,
+// in the table's preference order: tier, backend and layout as conv2d() decides them.
+template <class T>
+std::vector<Conv2dImpl> conv_case_impls(const Backend& backend, const ConvCase& c);
 Conv2dImpl conv_impl_from_name(std::string_view name);  // throws kInvalidArgument
 
 // The EmTrkMichelId first layer (5x5, 1 -> 48 channels, VALID, 48x48 NHWC patches, ReLU) and

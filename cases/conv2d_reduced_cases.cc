@@ -89,11 +89,10 @@ Case reduced_case(const ConvCase& c, const std::string& type, const std::string&
   k.reduced_precision = true;
   k.items = double(c.batch);
   k.items_name = "patches_per_s";
+  k.impl_tables = {std::is_same_v<T, bf16> ? "conv2d bf16" : "conv2d fp16"};
   k.impls = [c](const Backend& backend) {
-    std::vector<std::string> names = {"auto", "portable"};
-    for (Conv2dImpl impl : conv_simd_impls(backend, c)) {
-      if (impl == Conv2dImpl::kAvx512) names.emplace_back(to_string(impl));  // no 16-bit AVX2
-    }
+    std::vector<std::string> names = {"auto"};
+    for (Conv2dImpl impl : conv_case_impls<T>(backend, c)) names.emplace_back(to_string(impl));
     return names;
   };
   k.prepare = [c](const Queue& queue, const RunOptions& options) {

@@ -92,19 +92,17 @@ GemmImpl gemm_impl_from_name(std::string_view name) {
                   std::string(name));
 }
 
-std::vector<GemmImpl> gemm_impls_available(const Queue& queue) {
-  std::vector<GemmImpl> impls = {GemmImpl::kPortable};
-  if (std::string(gemm_vendor_name(queue)) != "none") impls.push_back(GemmImpl::kVendor);
-  const bool cpu = host_simd(queue.backend_id());
-  if (cpu && gemm_avx512_available()) impls.push_back(GemmImpl::kAvx512);
-  if (cpu && gemm_avx2_available()) impls.push_back(GemmImpl::kAvx2);
+std::vector<GemmImpl> gemm_case_impls(const Queue& queue, const GemmCase& c) {
+  const float* none = nullptr;
+  const auto a = c.trans_a ? make_view<2>(none, {c.k, c.m}) : make_view<2>(none, {c.m, c.k});
+  const auto b = c.trans_b ? make_view<2>(none, {c.n, c.k}) : make_view<2>(none, {c.k, c.n});
+  GemmParams params;
+  params.trans_a = c.trans_a, params.trans_b = c.trans_b;
+  std::vector<GemmImpl> impls;
+  for (const std::string& name :
+       gemm_impls_for(queue, a, b, make_view<2>(static_cast<float*>(nullptr), {c.m, c.n}), params))
+    impls.push_back(gemm_impl_from_name(name));
   return impls;
-}
-
-bool gemm_impl_applies(GemmImpl impl, const GemmCase& c) {
-  if (impl != GemmImpl::kAvx512 && impl != GemmImpl::kAvx2) return true;
-  const int64_t lanes = impl == GemmImpl::kAvx512 ? 16 : 8;
-  return !c.trans_a && !c.trans_b && c.n % lanes == 0;
 }
 
 std::vector<GemmCase> gemm_shapes() {
@@ -229,6 +227,7 @@ std::vector<Case> gemm_cases() {
   for (const GemmCase& c : gemm_shapes()) {
     Case k;
     k.kernel = "gemm";
+    k.impl_tables = {"gemm fp32"};
     k.name = case_name(c);
     k.title = std::string(c.dense ? "dense " : "gemm ") + std::to_string(c.m) + "x" +
               std::to_string(c.k) + "x" + std::to_string(c.n);
@@ -238,9 +237,7 @@ std::vector<Case> gemm_cases() {
     k.impls = [c](const Backend& backend) {
       const Queue queue(backend);
       std::vector<std::string> names = {"auto"};
-      for (GemmImpl impl : gemm_impls_available(queue)) {
-        if (gemm_impl_applies(impl, c)) names.emplace_back(gemm_impl_name(impl));
-      }
+      for (GemmImpl impl : gemm_case_impls(queue, c)) names.emplace_back(gemm_impl_name(impl));
       return names;
     };
     k.prepare = [c](const Queue& queue, const RunOptions& options) {

@@ -34,11 +34,9 @@ void gemm_reference(const GemmCase& c, const GemmInputs& in, std::vector<double>
 
 std::string_view gemm_impl_name(GemmImpl impl);
 GemmImpl gemm_impl_from_name(std::string_view name);  // throws kInvalidArgument
-// Every implementation this build and CPU offer on `backend` (kPortable first, kAuto not listed).
-std::vector<GemmImpl> gemm_impls_available(const Queue& queue);
-// Whether `impl` accepts the operands of `c` (the CPU fast paths need row-major operands and
-// N a multiple of their vector width).
-bool gemm_impl_applies(GemmImpl impl, const GemmCase& c);
+// The rows of the fp32 gemm table (kernels/gemm.cc) that can run `c` on `queue`, in the table's
+// preference order (kAuto not listed): tier, backend and operand layout as gemm() decides them.
+std::vector<GemmImpl> gemm_case_impls(const Queue& queue, const GemmCase& c);
 
 std::vector<GemmCase> gemm_shapes();
 // bf16 / fp16 operands (cases/gemm_reduced_cases.cc); part of gemm_cases().

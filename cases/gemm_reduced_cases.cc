@@ -101,15 +101,22 @@ Case reduced_case(const GemmCase& c, const std::string& types) {
   k.flops = 2.0 * double(c.m) * double(c.k) * double(c.n);
   k.reference_ops = 2 * k.flops;
   k.reduced_precision = true;
+  k.impl_tables = {std::is_same_v<T, bf16> ? "gemm bf16" : "gemm fp16"};
   k.impls = [c](const Backend& backend) {
-    std::vector<std::string> names = {"auto", "portable"};
-    const bool cpu = host_simd(backend.id());
-    if (std::is_same_v<T, bf16> && std::is_same_v<TY, float> && cpu && c.n % 16 == 0 &&
-        gemm_avx512_bf16_available())
-      names.emplace_back("avx512_bf16");
-    if (std::is_same_v<TY, float> && cpu && c.n % 16 == 0 && !c.trans_a && !c.trans_b &&
-        gemm_avx512_available())
-      names.emplace_back("avx512");
+    const Queue queue(backend);
+    const T* none = nullptr;
+    const auto a = c.trans_a ? make_view<2>(none, {c.k, c.m}) : make_view<2>(none, {c.m, c.k});
+    const auto b = c.trans_b ? make_view<2>(none, {c.n, c.k}) : make_view<2>(none, {c.k, c.n});
+    // The packed B the instance makes for bf16 (the table reads its K x N, never its data).
+    static const bf16 no_data{};
+    const GemmPackedBf16 packed{&no_data, c.k, c.n};
+    GemmParams params;
+    params.trans_a = c.trans_a, params.trans_b = c.trans_b;
+    if (std::is_same_v<T, bf16>) params.packed_b = &packed;
+    std::vector<std::string> names = {"auto"};
+    for (std::string& name :
+         gemm_impls_for(queue, a, b, make_view<2>(static_cast<TY*>(nullptr), {c.m, c.n}), params))
+      names.push_back(std::move(name));
     return names;
   };
   k.prepare = [c](const Queue& queue, const RunOptions& options) {

@@ -136,20 +136,13 @@ void check_knn_float(const PointSet& set, int k, const KnnResult& got, Checker& 
 }
 
 const char* knn_method_name(KnnMethod method) {
-  return method == KnnMethod::kBinned       ? "binned"
-         : method == KnnMethod::kBruteForce ? "brute_force"
-                                            : "auto";
+  return to_string(method).data();  // the table's names are literals
 }
 
 namespace {
 
 KnnMethod method_from_name(std::string_view name) {
-  for (KnnMethod m : {KnnMethod::kAuto, KnnMethod::kBruteForce, KnnMethod::kBinned}) {
-    if (name == knn_method_name(m)) return m;
-  }
-  throw Error(
-      ErrorCode::kInvalidArgument,
-      "knn case: impl: expected auto, brute_force or binned, received " + std::string(name));
+  return knn_method_from_name(name);
 }
 
 class KnnInstance : public Instance {
@@ -219,6 +212,7 @@ Case make_case(std::function<PointSet()> points, int64_t n, int64_t dims, int64_
   c.items = double(n);
   c.items_name = "queries/s";
   c.reference_ops = double(n) * double(largest_event) * (3.0 * double(dims) + 60.0);
+  c.impl_tables = {"knn method"};
   c.impls = [impls](const Backend&) { return impls; };
   c.prepare = [points, k, exact](const Queue& queue, const RunOptions& options) {
     return std::make_unique<KnnInstance>(queue, points(), k, exact, options);
@@ -240,7 +234,10 @@ std::vector<KnnShape> knn_bench_shapes() {
 }
 
 std::vector<Case> knn_cases() {
-  const std::vector<std::string> all = {"auto", "binned", "brute_force"};
+  // Every method of the table (auto first) on the small shapes.
+  std::vector<std::string> all = {"auto"};
+  for (KnnMethod method : {KnnMethod::kBinned, KnnMethod::kBruteForce})
+    all.emplace_back(to_string(method));
   const std::vector<int64_t> grid_events = {0, 1, 15, 16, 17, 0, 2, 37, 300};
   std::vector<Case> cases = {make_case(
       [grid_events] { return make_points(PointShape::kIntegerGrid, 3, grid_events, 3016u); }, 388,

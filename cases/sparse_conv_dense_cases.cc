@@ -38,9 +38,10 @@ Inputs make_inputs(const SparseConvDenseCase& c) {
 
 class SparseConvDenseInstance : public Instance {
  public:
-  SparseConvDenseInstance(const Queue& queue, const SparseConvDenseCase& c)
+  SparseConvDenseInstance(const Queue& queue, const SparseConvDenseCase& c, SparseImpl impl)
       : queue_(queue),
         c_(c),
+        impl_(impl),
         in_(make_inputs(c)),
         oh_(c.height - c.kernel + 1),
         ow_(c.width - c.kernel + 1),
@@ -76,14 +77,15 @@ class SparseConvDenseInstance : public Instance {
     conv.conv_constant = cc_.const_view();
     const auto delta = make_view<2>(delta_.data(), {count, c_.conv_channels});
     sparse_conv_delta(queue_, images, conv,
-                      make_view(static_cast<const int32_t*>(positions_.data()), count), delta);
+                      make_view(static_cast<const int32_t*>(positions_.data()), count), delta, {},
+                      impl_);
     const SparseWindows windows{image_.const_view(), origin_.const_view(), origin_.const_view(),
                                 oh_, ow_};
     const SparseDense1Weights dense1{
         make_view<2>(static_cast<const float*>(w1_.data()), {oh_ * ow_ * c_.conv_channels, c_.n1}),
         dc_.const_view(), kRelu};
     sparse_dense1(queue_, View<const int32_t, 3>(index), View2<const float>(delta), 0, windows,
-                  dense1, make_view<2>(out_.data(), {c_.patches, c_.n1}));
+                  dense1, make_view<2>(out_.data(), {c_.patches, c_.n1}), {}, impl_);
   }
 
   Check check() override {
@@ -119,7 +121,10 @@ class SparseConvDenseInstance : public Instance {
     return checker.result();
   }
 
-  std::string label() const override { return sparse_dense1_impl(queue_, c_.n1); }
+  std::string label() const override {
+    return impl_ == SparseImpl::kAuto ? sparse_dense1_impl(queue_, c_.n1)
+                                      : std::string(to_string(impl_));
+  }
 
  private:
   static constexpr Epilogue kRelu{Activation::kRelu, 0};
@@ -131,6 +136,7 @@ class SparseConvDenseInstance : public Instance {
 
   const Queue& queue_;
   SparseConvDenseCase c_;
+  SparseImpl impl_;
   Inputs in_;
   int64_t oh_, ow_, total_;
   std::vector<float> conv_constant_;
@@ -141,7 +147,10 @@ class SparseConvDenseInstance : public Instance {
 }  // namespace
 
 std::vector<SparseConvDenseCase> sparse_conv_dense_shapes() {
+  // The first two are small enough to check on every backend: 8 conv channels (AVX2 conv
+  // vectors only) and 16 (both widths).
   return {{6, 12, 11, 8, 3, 64, 0.1},
+          {4, 12, 12, 16, 3, 64, 0.2},
           {256, 48, 48, 48, 5, 128, 0.01},  // EmTrkMichelId's conv and first dense layer
           {256, 48, 48, 48, 5, 128, 0.1},
           {256, 48, 48, 48, 5, 128, 1.0}};
@@ -157,7 +166,7 @@ std::vector<Case> sparse_conv_dense_cases() {
     const std::string occupancy = std::to_string(int(std::lround(c.occupancy * 100)));
     Case kc;
     kc.kernel = "sparse_conv_dense";
-    kc.name = "sparse_conv_dense_" + shape + "_occ" + occupancy + "/{backend}/" +
+    kc.name = "sparse_conv_dense_" + shape + "_occ" + occupancy + "/{backend}/{impl}/" +
               std::to_string(c.patches);
     kc.title = "sparse conv+dense1 " + shape + " " + occupancy + " % charged";
     kc.bytes = 4.0 * double(c.patches * (c.height * c.width + c.n1) + k * c.n1);
@@ -166,9 +175,16 @@ std::vector<Case> sparse_conv_dense_cases() {
     kc.reference_ops = kc.flops;
     kc.items = double(c.patches);
     kc.items_name = "patches/s";
-    kc.impls = default_impl;
-    kc.prepare = [c](const Queue& queue, const RunOptions&) {
-      return std::make_unique<SparseConvDenseInstance>(queue, c);
+    kc.impl_tables = {"sparse conv", "sparse first layer"};
+    kc.impls = [c](const Backend& backend) {
+      std::vector<std::string> names = {"auto"};
+      for (std::string& name : sparse_impls_for(Queue(backend), c.conv_channels, c.n1))
+        names.push_back(std::move(name));
+      return names;
+    };
+    kc.prepare = [c](const Queue& queue, const RunOptions& options) {
+      return std::make_unique<SparseConvDenseInstance>(queue, c,
+                                                       sparse_impl_from_name(options.impl));
     };
     cases.push_back(std::move(kc));
   }

@@ -10,6 +10,8 @@
 
 #include "kaas/kernels/cpu/conv2d_simd.h"
 #include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/detail/impl_tables.h"
+#include "kaas/kernels/impl_table.h"
 
 namespace kaas {
 
@@ -106,15 +108,6 @@ View<T, 4> as_nchw(const View<T, 4>& v, Layout layout) {
   return r;
 }
 
-// Whether a CPU fast path (either ISA) can run these arguments; the ISA is checked by the caller.
-template <class T>
-bool simd_applies(const Queue& queue, const View<const T, 4>& input, const View<T, 4>& output,
-                  const Conv2dParams& params) {
-  return host_simd(queue.backend_id()) && params.layout == Layout::kNHWC && params.groups == 1 &&
-         (input.extent[3] <= 1 || input.stride[3] == 1) &&
-         (output.extent[3] <= 1 || output.stride[3] == 1);
-}
-
 // Checks everything and returns the output shape.
 template <class T>
 Conv2dShape check_all(const View<const T, 4>& input, const View<const T, 4>& weight,
@@ -137,76 +130,19 @@ Conv2dShape check_all(const View<const T, 4>& input, const View<const T, 4>& wei
   return shape;
 }
 
-template <class T>
-Conv2dImpl select(const Queue& queue, const View<const T, 4>& input, const View<const T, 4>& weight,
-                  const View<T, 4>& output, const Conv2dParams& params, const Conv2dShape& shape) {
-  const bool applies = simd_applies(queue, input, output, params);
-  const bool avx2 = std::is_same_v<T, float> && applies && conv2d_avx2_available();  // fp32 only
-  const bool avx512 = applies && conv2d_avx512_available();
-  // Dense pixels: a kernel row's taps are contiguous, so they pair up.
-  const bool avx512_bf16 = std::is_same_v<T, bf16> && applies && conv2d_avx512_bf16_available() &&
-                           params.dilation_w == 1 &&
-                           (input.extent[3] == 0 || input.stride[2] == input.extent[3]) &&
-                           weight.extent[3] * shape.in_channels <= simd::kBf16ConvMaxRowTaps &&
-                           weight.extent[2] <= simd::kBf16ConvMaxKernelRows;
-  switch (params.impl) {
-    case Conv2dImpl::kPortable:
-      return Conv2dImpl::kPortable;
-    case Conv2dImpl::kAvx2:
-      require(avx2, kKernel, "impl",
-              "kAuto or kPortable here (kAvx2 needs the serial or openmp backend, an AVX2+FMA "
-              "CPU, NHWC, groups == 1 and channel-contiguous input and output)",
-              "kAvx2");
-      return Conv2dImpl::kAvx2;
-    case Conv2dImpl::kAvx512:
-      require(avx512, kKernel, "impl",
-              "kAuto or kPortable here (kAvx512 needs the serial or openmp backend, a CPU "
-              "with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and channel-contiguous input "
-              "and output)",
-              "kAvx512");
-      return Conv2dImpl::kAvx512;
-    case Conv2dImpl::kAvx512Bf16:
-      require(avx512_bf16, kKernel, "impl",
-              "kAuto or kPortable here (kAvx512Bf16 needs bf16 activations, the serial or openmp "
-              "backend, a CPU with AVX-512 F/BW/VL/DQ, AVX512-BF16 and FMA, NHWC, groups == 1, "
-              "dilation_w == 1 and dense channel-contiguous input and output pixels)",
-              "kAvx512Bf16");
-      return Conv2dImpl::kAvx512Bf16;
-    case Conv2dImpl::kAuto:
-      break;
-  }
-  if (shape.out_channels >= 8) {
-    if (avx512) return Conv2dImpl::kAvx512;
-    if (avx2) return Conv2dImpl::kAvx2;
-  }
-  return Conv2dImpl::kPortable;
-}
-
 }  // namespace
 
 bool conv2d_avx2_available() {
-  // CPUID through backends/cpu (not __builtin_cpu_supports, which the HIP runtime can shadow).
-  static const bool available =
-      simd::conv2d_nhwc_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
-  return available;
+  return simd::conv2d_nhwc_avx2_compiled() && isa_tier_unavailable(IsaTier::kAvx2).empty();
 }
 
 bool conv2d_avx512_available() {
-  // CPUID through backends/cpu (cpu_features() also checks that the OS saves the zmm state).
-  static const bool available = [] {
-    const CpuFeatures& f = cpu_features();
-    return simd::conv2d_nhwc_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
-           f.avx512dq && f.fma;
-  }();
-  return available;
+  return simd::conv2d_nhwc_avx512_compiled() && isa_tier_unavailable(IsaTier::kAvx512).empty();
 }
 
 bool conv2d_avx512_bf16_available() {
-  static const bool available = [] {
-    return conv2d_avx512_available() && simd::conv2d_nhwc_avx512_bf16_compiled() &&
-           cpu_features().avx512bf16;
-  }();
-  return available;
+  return simd::conv2d_nhwc_avx512_bf16_compiled() &&
+         isa_tier_unavailable(IsaTier::kAvx512Bf16).empty();
 }
 
 std::string_view to_string(Conv2dImpl impl) {
@@ -285,13 +221,6 @@ Conv2dShape conv2d_output_shape(const Conv2dParams& params, const int64_t (&inpu
   return s;
 }
 
-Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
-                              View<const float, 4> weight, View<float, 4> output,
-                              const Conv2dParams& params) {
-  const Conv2dShape shape = check_all(input, weight, output, params);
-  return select(queue, input, weight, output, params, shape);
-}
-
 namespace {
 
 // The AVX-512 / AVX2 argument block of a conv2d call (weight and bias as given, fp32).
@@ -342,6 +271,140 @@ void set_activations(simd::Conv2dNhwcArgs& a, const View<const T, 4>& input,
   }
 }
 
+// The checked call as the table's rows see it.
+template <class T>
+struct ConvCall {
+  const Queue* queue;
+  View<const T, 4> input, weight;
+  View1<const float> bias;
+  View<T, 4> output;
+  const Conv2dParams* params;
+  Conv2dShape shape;
+  LaunchConfig config;
+};
+
+// Why the NHWC direct kernels cannot run the call; empty when they can.
+template <class T>
+std::string direct_unfit(const ConvCall<T>& c) {
+  if (c.params->layout != Layout::kNHWC) return "needs NHWC activations";
+  if (c.params->groups != 1) return "needs groups == 1";
+  if (!(c.input.extent[3] <= 1 || c.input.stride[3] == 1) ||
+      !(c.output.extent[3] <= 1 || c.output.stride[3] == 1)) {
+    return "needs channel-contiguous input and output";
+  }
+  return {};
+}
+
+// The direct kernels' measured range (bench/results): the portable kernel wins below 8 channels.
+template <class T>
+std::string few_channels(const ConvCall<T>& c) {
+  return c.shape.out_channels < 8 ? "C_out < 8: the portable kernel is faster there"
+                                  : std::string();
+}
+
+template <class T>
+std::string conv_no_skip(const ConvCall<T>&) {
+  return {};
+}
+
+std::string conv_simd_backend(const Queue& queue, bool compiled) {
+  if (!compiled) return "not compiled into this build (not x86-64)";
+  return needs_host_simd(queue);
+}
+
+// The fast paths run on the calling thread (CPU backends launch synchronously, so the queue's
+// order holds); the 16-bit paths take the weights widened to fp32 (exact).
+template <class T>
+void run_direct(const ConvCall<T>& c, void (*kernel)(const simd::Conv2dNhwcArgs&)) {
+  std::vector<float> widened;
+  View<const float, 4> weight32;
+  const auto& weight = c.weight;
+  if constexpr (std::is_same_v<T, float>) {
+    weight32 = weight;
+  } else {
+    widened.resize(static_cast<size_t>(weight.size()));
+    size_t i = 0;
+    for (int64_t o = 0; o < weight.extent[0]; ++o)
+      for (int64_t ci = 0; ci < weight.extent[1]; ++ci)
+        for (int64_t h = 0; h < weight.extent[2]; ++h)
+          for (int64_t w = 0; w < weight.extent[3]; ++w)
+            widened[i++] = math::to_float(weight(o, ci, h, w));
+    weight32 =
+        make_view<4>(static_cast<const float*>(widened.data()),
+                     {weight.extent[0], weight.extent[1], weight.extent[2], weight.extent[3]});
+  }
+  simd::Conv2dNhwcArgs a = simd_args(*c.queue, weight32, c.bias, *c.params, c.shape);
+  set_activations(a, c.input, c.output);
+  kernel(a);
+}
+
+template <class T>
+void run_portable(const ConvCall<T>& c) {
+  const Conv2dParams& p = *c.params;
+  Conv2dGeometry geometry{p.stride_h,      p.stride_w,       p.dilation_h, p.dilation_w,
+                          c.shape.pad_top, c.shape.pad_left, p.groups,     p.epilogue};
+  KAAS_LAUNCH(*c.queue, conv2d_launch, *c.queue, as_nchw(c.input, p.layout), c.weight, c.bias,
+              as_nchw(c.output, p.layout), geometry, c.config);
+}
+
+std::string bf16_pairs_unfit(const ConvCall<bf16>& c) {
+  std::string why = direct_unfit(c);
+  if (!why.empty()) return why;
+  if (c.params->dilation_w != 1) return "needs dilation_w == 1";
+  if (!(c.input.extent[3] == 0 || c.input.stride[2] == c.input.extent[3])) {
+    return "needs dense input pixels (pixel stride C_in)";
+  }
+  if (c.weight.extent[3] * c.shape.in_channels > simd::kBf16ConvMaxRowTaps ||
+      c.weight.extent[2] > simd::kBf16ConvMaxKernelRows) {
+    return "kernel rows of at most " + str(simd::kBf16ConvMaxRowTaps) + " taps and " +
+           str(simd::kBf16ConvMaxKernelRows) + " rows";
+  }
+  return {};
+}
+
+// Preference order: the widest direct kernel first; each element type has the rows that exist
+// for it (kAvx2 is fp32 only, kAvx512Bf16 bf16 only). kAvx512Bf16 multiplies a kernel row's taps
+// in pairs (other bits than the fp32 chain): chosen by name only, where the planner measured it.
+template <class T>
+ImplTable<Conv2dImpl, ConvCall<T>> conv_table() {
+  using Row = ImplRow<Conv2dImpl, ConvCall<T>>;
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> list;
+    if constexpr (std::is_same_v<T, bf16>) {
+      list.push_back({Conv2dImpl::kAvx512Bf16, "avx512_bf16", IsaTier::kAvx512Bf16,
+                      "vdpbf16ps tap pairs",
+                      [](const Queue& q) {
+                        return conv_simd_backend(q, simd::conv2d_nhwc_avx512_bf16_compiled());
+                      },
+                      bf16_pairs_unfit,
+                      [](const ConvCall<T>&) {
+                        return std::string("chosen by name only (the planner measures it)");
+                      },
+                      [](const ConvCall<T>& c) { run_direct(c, simd::conv2d_nhwc_avx512_bf16); }});
+    }
+    list.push_back(
+        {Conv2dImpl::kAvx512, "avx512", IsaTier::kAvx512,
+         std::is_same_v<T, float> ? "fp32 direct" : "fp32 direct of widened values",
+         [](const Queue& q) { return conv_simd_backend(q, simd::conv2d_nhwc_avx512_compiled()); },
+         direct_unfit<T>, few_channels<T>,
+         [](const ConvCall<T>& c) { run_direct(c, simd::conv2d_nhwc_avx512); }});
+    if constexpr (std::is_same_v<T, float>) {
+      list.push_back(
+          {Conv2dImpl::kAvx2, "avx2", IsaTier::kAvx2, "fp32 direct",
+           [](const Queue& q) { return conv_simd_backend(q, simd::conv2d_nhwc_avx2_compiled()); },
+           direct_unfit<T>, few_channels<T>,
+           [](const ConvCall<T>& c) { run_direct(c, simd::conv2d_nhwc_avx2); }});
+    }
+    list.push_back({Conv2dImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
+                    always_fits<ConvCall<T>>, conv_no_skip<T>, run_portable<T>});
+    return list;
+  }();
+  const char* choice = std::is_same_v<T, float>  ? "conv2d fp32"
+                       : std::is_same_v<T, bf16> ? "conv2d bf16"
+                                                 : "conv2d fp16";
+  return {choice, kKernel, rows};
+}
+
 template <class T>
 void conv2d_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> weight,
                   View1<const float> bias, View<T, 4> output, const Conv2dParams& params,
@@ -351,48 +414,11 @@ void conv2d_typed(const Queue& queue, View<const T, 4> input, View<const T, 4> w
   require(bias.extent[0] == 0 || bias.extent[0] == shape.out_channels, kKernel, "bias extent",
           "0 or " + str(shape.out_channels), str(bias.extent[0]));
   detail::check_config(config, kKernel);
-  if constexpr (!std::is_same_v<T, float>) {
-    require(params.impl != Conv2dImpl::kAvx2, kKernel, "impl for bf16 / fp16 activations",
-            "kAuto, kPortable or kAvx512", "kAvx2");
-  }
-  const Conv2dImpl impl = select(queue, input, weight, output, params, shape);
+  const ConvCall<T> call{&queue, input, weight, bias, output, &params, shape, config};
+  const ImplTable<Conv2dImpl, ConvCall<T>> table = conv_table<T>();
+  const Conv2dImpl impl = table.choose(params.impl, Conv2dImpl::kAuto, call);
   if (output.size() == 0) return;
-
-  if (impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512 || impl == Conv2dImpl::kAvx512Bf16) {
-    // CPU backends run launches synchronously on the calling thread, so calling the fast path
-    // here keeps the queue's order. The 16-bit paths take the weights widened to fp32 (exact).
-    std::vector<float> widened;
-    View<const float, 4> weight32;
-    if constexpr (std::is_same_v<T, float>) {
-      weight32 = weight;
-    } else {
-      widened.resize(static_cast<size_t>(weight.size()));
-      size_t i = 0;
-      for (int64_t o = 0; o < weight.extent[0]; ++o)
-        for (int64_t c = 0; c < weight.extent[1]; ++c)
-          for (int64_t h = 0; h < weight.extent[2]; ++h)
-            for (int64_t w = 0; w < weight.extent[3]; ++w)
-              widened[i++] = math::to_float(weight(o, c, h, w));
-      weight32 =
-          make_view<4>(static_cast<const float*>(widened.data()),
-                       {weight.extent[0], weight.extent[1], weight.extent[2], weight.extent[3]});
-    }
-    simd::Conv2dNhwcArgs a = simd_args(queue, weight32, bias, params, shape);
-    set_activations(a, input, output);
-    if (impl == Conv2dImpl::kAvx512Bf16) {
-      simd::conv2d_nhwc_avx512_bf16(a);
-    } else if (impl == Conv2dImpl::kAvx512) {
-      simd::conv2d_nhwc_avx512(a);
-    } else {
-      simd::conv2d_nhwc_avx2(a);
-    }
-    return;
-  }
-
-  Conv2dGeometry geometry{params.stride_h, params.stride_w, params.dilation_h, params.dilation_w,
-                          shape.pad_top,   shape.pad_left,  params.groups,     params.epilogue};
-  KAAS_RETURN_LAUNCH(queue, conv2d_launch, queue, as_nchw(input, params.layout), weight, bias,
-                     as_nchw(output, params.layout), geometry, config);
+  table.run(impl, call);
 }
 
 }  // namespace
@@ -413,6 +439,43 @@ void conv2d(const Queue& queue, View<const fp16, 4> input, View<const fp16, 4> w
             View1<const float> bias, View<fp16, 4> output, const Conv2dParams& params,
             LaunchConfig config) {
   conv2d_typed(queue, input, weight, bias, output, params, config);
+}
+
+Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
+                              View<const float, 4> weight, View<float, 4> output,
+                              const Conv2dParams& params) {
+  const Conv2dShape shape = check_all(input, weight, output, params);
+  const ConvCall<float> call{&queue, input, weight, {}, output, &params, shape, {}};
+  return conv_table<float>().choose(params.impl, Conv2dImpl::kAuto, call);
+}
+
+template <class T>
+std::vector<std::string> conv_impls_for(const Queue& queue, View<const T, 4> input,
+                                        View<const T, 4> weight, View<T, 4> output,
+                                        const Conv2dParams& params) {
+  const Conv2dShape shape = conv2d_output_shape(params, input.extent, weight.extent);
+  const ConvCall<T> call{&queue, input, weight, {}, output, &params, shape, {}};
+  return conv_table<T>().runnable(call);
+}
+
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const float, 4> input,
+                                          View<const float, 4> weight, View<float, 4> output,
+                                          const Conv2dParams& params) {
+  return conv_impls_for(queue, input, weight, output, params);
+}
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const bf16, 4> input,
+                                          View<const bf16, 4> weight, View<bf16, 4> output,
+                                          const Conv2dParams& params) {
+  return conv_impls_for(queue, input, weight, output, params);
+}
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const fp16, 4> input,
+                                          View<const fp16, 4> weight, View<fp16, 4> output,
+                                          const Conv2dParams& params) {
+  return conv_impls_for(queue, input, weight, output, params);
+}
+
+std::vector<ImplTableInfo> conv2d_impl_tables() {
+  return {conv_table<float>().info(), conv_table<bf16>().info(), conv_table<fp16>().info()};
 }
 
 }  // namespace kaas

@@ -22,7 +22,9 @@
 //    applies and C_out >= 8 (where the benchmark shows it wins), kPortable otherwise.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "kaas/backends/dispatch.h"
 #include "kaas/backends/half.h"
@@ -84,6 +86,17 @@ void conv2d(const Queue& queue, View<const fp16, 4> input, View<const fp16, 4> w
 Conv2dImpl conv2d_chosen_impl(const Queue& queue, View<const float, 4> input,
                               View<const float, 4> weight, View<float, 4> output,
                               const Conv2dParams& params);
+// The implementations (kernels/impl_table.h rows, by name, preference order) that can run these
+// arguments here (tier, backend, layout). Only extents, strides and params are read.
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const float, 4> input,
+                                          View<const float, 4> weight, View<float, 4> output,
+                                          const Conv2dParams& params);
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const bf16, 4> input,
+                                          View<const bf16, 4> weight, View<bf16, 4> output,
+                                          const Conv2dParams& params);
+std::vector<std::string> conv2d_impls_for(const Queue& queue, View<const fp16, 4> input,
+                                          View<const fp16, 4> weight, View<fp16, 4> output,
+                                          const Conv2dParams& params);
 // Whether this CPU has the instructions the CPU fast path needs (AVX2 and FMA).
 bool conv2d_avx2_available();
 // Whether this CPU has the instructions the AVX-512 fast path needs (AVX-512 F/BW/VL/DQ, FMA).

@@ -8,6 +8,8 @@
 #include "kaas/backends/cpu/cpu_features.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 #include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/detail/impl_tables.h"
+#include "kaas/kernels/impl_table.h"
 
 namespace kaas {
 
@@ -53,41 +55,15 @@ bool vendor_fits(View2<const float> a, View2<const float> b, View2<float> y) {
   return y_ok && blas_operand(a).ok && blas_operand(b).ok;
 }
 
-bool simd_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b, View2<float> y,
-               int64_t lanes) {
-  return host_simd(queue.backend_id()) && op_a.stride[1] == 1 && op_b.stride[1] == 1 &&
-         y.stride[1] == 1 && y.extent[1] % lanes == 0;
-}
-
-bool avx512_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
-                 View2<float> y) {
-  return gemm_avx512_available() && simd_fits(queue, op_a, op_b, y, 16);
-}
-
-bool avx2_fits(const Queue& queue, View2<const float> op_a, View2<const float> op_b,
-               View2<float> y) {
-  return gemm_avx2_available() && simd_fits(queue, op_a, op_b, y, 8);
-}
-
 }  // namespace
 
 bool gemm_avx512_available() {
   // The file is compiled with AVX-512 F/BW/VL/DQ (the 16-bit widening uses BW + VL masks).
-  static const bool available = [] {
-    const CpuFeatures& f = cpu_features();
-    return simd::gemm_avx512_compiled() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
-           f.fma;
-  }();
-  return available;
+  return simd::gemm_avx512_compiled() && isa_tier_unavailable(IsaTier::kAvx512).empty();
 }
 
 bool gemm_avx512_bf16_available() {
-  static const bool available = [] {
-    const CpuFeatures& f = cpu_features();
-    return simd::gemm_avx512_bf16_compiled() && f.avx512f && f.avx512bw && f.avx512vl &&
-           f.avx512dq && f.avx512bf16 && f.fma;
-  }();
-  return available;
+  return simd::gemm_avx512_bf16_compiled() && isa_tier_unavailable(IsaTier::kAvx512Bf16).empty();
 }
 
 int64_t gemm_packed_bf16_elements(int64_t k, int64_t n) {
@@ -142,29 +118,11 @@ GemmPackedPanels gemm_packed_rows(const GemmPackedPanels& packed, int64_t k0, in
 }
 
 bool gemm_avx2_available() {
-  static const bool available =
-      simd::gemm_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
-  return available;
+  return simd::gemm_avx2_compiled() && isa_tier_unavailable(IsaTier::kAvx2).empty();
 }
 
 const char* gemm_vendor_name(const Queue& queue) {
   return blas::sgemm_name(queue);
-}
-
-GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
-                          View2<float> y, const GemmParams& params) {
-  require(params.impl != GemmImpl::kAvx512Bf16, "gemm", "impl kAvx512Bf16",
-          "bf16 operands (this call has fp32 ones)", "fp32 A and B");
-  if (params.impl != GemmImpl::kAuto) return params.impl;
-  const auto op_a = params.trans_a ? transposed(a) : a;
-  const auto op_b = params.trans_b ? transposed(b) : b;
-  // Measured (bench/results): the AVX-512 kernel beats Debian's OpenBLAS (AVX2 kernels) and
-  // OpenBLAS beats the portable kernel on every EmTrkMichelId shape.
-  if (avx512_fits(queue, op_a, op_b, y)) return GemmImpl::kAvx512;
-  if (params.rows_independent)
-    return avx2_fits(queue, op_a, op_b, y) ? GemmImpl::kAvx2 : GemmImpl::kPortable;
-  return blas::has_sgemm(queue) && vendor_fits(op_a, op_b, y) ? GemmImpl::kVendor
-                                                              : GemmImpl::kPortable;
 }
 
 namespace {
@@ -236,16 +194,6 @@ void fill_with_c(const Queue& queue, const View2<const float>& c, float beta, Vi
 // The AVX-512 / AVX2 row-major tiles on the CPU backends.
 void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, View2<float> y,
                    const GemmParams& params) {
-  const std::string received =
-      std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n);
-  if (impl == GemmImpl::kAvx512) {
-    require(avx512_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kAvx512",
-            "serial or openmp backend, an AVX-512 CPU, unit column strides, N % 16 == 0", received);
-  } else {
-    require(avx2_fits(queue, ops.op_a, ops.op_b, y), "gemm", "impl kAvx2",
-            "serial or openmp backend, an AVX2 + FMA CPU, unit column strides, N % 8 == 0",
-            received);
-  }
   fill_with_c(queue, ops.c_broadcast, params.beta, y);
   simd::GemmRowMajorArgs args{
       ops.op_a.data, ops.op_a.stride[0], ops.op_b.data,   ops.op_b.stride[0],
@@ -268,12 +216,6 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
 // OpenBLAS (openmp) or cuBLAS (cuda); the epilogue runs as its own launch.
 void gemm_vendor(const Queue& queue, const GemmOperands& ops, View2<float> y,
                  const GemmParams& params) {
-  require(blas::has_sgemm(queue), "gemm", "impl kVendor",
-          "a backend with vendor BLAS (openmp with OpenBLAS, cuda)",
-          std::string(queue.backend().name()));
-  require(vendor_fits(ops.op_a, ops.op_b, y), "gemm", "operand layout for vendor BLAS",
-          "unit stride along one dimension of A and B, rows of Y contiguous, sizes < 2^31",
-          "other strides");
   const float beta = ops.c_broadcast.extent[0] > 0 ? 1.0f : 0.0f;
   if (beta != 0.0f) KAAS_LAUNCH(queue, gemm_fill_launch, queue, ops.c_broadcast, params.beta, y);
   const BlasOperand la = blas_operand(ops.op_a), lb = blas_operand(ops.op_b);
@@ -296,131 +238,265 @@ void gemm_vendor(const Queue& queue, const GemmOperands& ops, View2<float> y,
   }
 }
 
+// The checked fp32 call as the table's rows see it.
+struct GemmCall {
+  const Queue* queue;
+  GemmOperands ops;
+  View2<float> y;
+  const GemmParams* params;
+  LaunchConfig config;
+};
+
+// Why the row-major tiles of `lanes` columns cannot run op(A) . op(B) -> Y; empty when they can.
+std::string tiles_unfit(const View2<const float>& op_a, const View2<const float>& op_b,
+                        const View2<float>& y, int64_t lanes) {
+  if (op_a.stride[1] != 1 || op_b.stride[1] != 1 || y.stride[1] != 1) {
+    return "op(A), op(B) and Y need unit column strides (row-major, not transposed)";
+  }
+  if (y.extent[1] % lanes != 0) {
+    return "N = " + std::to_string(y.extent[1]) + " is not a multiple of " + std::to_string(lanes);
+  }
+  return {};
+}
+
+std::string no_skip(const GemmCall&) {
+  return {};
+}
+
+std::string simd_backend(const Queue& queue, bool compiled) {
+  if (!compiled) return "not compiled into this build (not x86-64)";
+  return needs_host_simd(queue);
+}
+
+constexpr std::string_view kFp32Chain = "fp32 chain";  // one FMA chain per element, K in order
+
+// Preference order (measured, bench/results): the AVX-512 tiles beat Debian's OpenBLAS, which
+// beats the AVX2 tiles and the portable kernel on the EmTrkMichelId shapes; vendor BLAS's bits
+// follow M and the thread count, so rows_independent calls pass it over.
+const ImplRow<GemmImpl, GemmCall> kFp32Rows[] = {
+    {GemmImpl::kAvx512, "avx512", IsaTier::kAvx512, kFp32Chain,
+     [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_compiled()); },
+     [](const GemmCall& c) { return tiles_unfit(c.ops.op_a, c.ops.op_b, c.y, 16); }, no_skip,
+     [](const GemmCall& c) { gemm_cpu_simd(*c.queue, GemmImpl::kAvx512, c.ops, c.y, *c.params); }},
+    {GemmImpl::kVendor, "vendor", IsaTier::kPortable, "vendor BLAS (follows M and threads)",
+     [](const Queue& q) {
+       return blas::has_sgemm(q)
+                  ? std::string()
+                  : "no vendor BLAS on " + std::string(q.backend().name()) + " in this build";
+     },
+     [](const GemmCall& c) {
+       return vendor_fits(c.ops.op_a, c.ops.op_b, c.y)
+                  ? std::string()
+                  : std::string(
+                        "vendor BLAS needs unit stride along one dimension of A and B, "
+                        "rows of Y contiguous, sizes < 2^31");
+     },
+     [](const GemmCall& c) {
+       return c.params->rows_independent
+                  ? std::string("rows_independent: vendor BLAS's bits follow M")
+                  : std::string();
+     },
+     [](const GemmCall& c) { gemm_vendor(*c.queue, c.ops, c.y, *c.params); }},
+    {GemmImpl::kAvx2, "avx2", IsaTier::kAvx2, kFp32Chain,
+     [](const Queue& q) { return simd_backend(q, simd::gemm_avx2_compiled()); },
+     [](const GemmCall& c) { return tiles_unfit(c.ops.op_a, c.ops.op_b, c.y, 8); }, no_skip,
+     [](const GemmCall& c) { gemm_cpu_simd(*c.queue, GemmImpl::kAvx2, c.ops, c.y, *c.params); }},
+    {GemmImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
+     always_fits<GemmCall>, no_skip,
+     [](const GemmCall& c) {
+       KAAS_LAUNCH(*c.queue, gemm_portable_launch, *c.queue, c.ops.op_a, c.ops.op_b,
+                   c.ops.c_broadcast, c.y, c.params->alpha, c.params->beta, c.params->epilogue,
+                   c.config);
+     }},
+};
+
+ImplTable<GemmImpl, GemmCall> fp32_table() {
+  return {"gemm fp32", "gemm", kFp32Rows};
+}
+
+// A call for the table's questions only (no checks, no data needed).
+GemmCall fp32_call(const Queue& queue, View2<const float> a, View2<const float> b, View2<float> y,
+                   const GemmParams& params) {
+  GemmCall call{&queue, {}, y, &params, {}};
+  call.ops.op_a = params.trans_a ? transposed(a) : a;
+  call.ops.op_b = params.trans_b ? transposed(b) : b;
+  call.ops.m = y.extent[0], call.ops.n = y.extent[1], call.ops.k = call.ops.op_a.extent[1];
+  return call;
+}
+
 }  // namespace
 
 void gemm(const Queue& queue, View2<const float> a, View2<const float> b, View2<const float> c,
           View2<float> y, const GemmParams& params, LaunchConfig config) {
   const GemmOperands ops = check_gemm(a, b, c, y, params, config);
   if (y.size() == 0) return;
-  const GemmImpl impl = gemm_chosen_impl(queue, a, b, y, params);
-  if (impl == GemmImpl::kAvx512 || impl == GemmImpl::kAvx2) {
-    return gemm_cpu_simd(queue, impl, ops, y, params);
-  }
-  if (impl == GemmImpl::kVendor) return gemm_vendor(queue, ops, y, params);
-  KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
-                     params.alpha, params.beta, params.epilogue, config);
+  require(params.impl != GemmImpl::kAvx512Bf16, "gemm", "impl kAvx512Bf16",
+          "bf16 operands (this call has fp32 ones)", "fp32 A and B");
+  const GemmCall call{&queue, ops, y, &params, config};
+  const ImplTable<GemmImpl, GemmCall> table = fp32_table();
+  table.run(table.choose(params.impl, GemmImpl::kAuto, call), call);
+}
+
+GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
+                          View2<float> y, const GemmParams& params) {
+  require(params.impl != GemmImpl::kAvx512Bf16, "gemm", "impl kAvx512Bf16",
+          "bf16 operands (this call has fp32 ones)", "fp32 A and B");
+  return fp32_table().choose(params.impl, GemmImpl::kAuto, fp32_call(queue, a, b, y, params));
+}
+
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const float> a,
+                                        View2<const float> b, View2<float> y,
+                                        const GemmParams& params) {
+  return fp32_table().runnable(fp32_call(queue, a, b, y, params));
+}
+
+std::string gemm_unavailable(const Queue& queue, GemmImpl impl, View2<const float> a,
+                             View2<const float> b, View2<float> y, const GemmParams& params) {
+  const ImplTable<GemmImpl, GemmCall> table = fp32_table();
+  const auto* row = table.find(impl);
+  return row == nullptr ? "not an fp32 implementation"
+                        : table.why_not(*row, fp32_call(queue, a, b, y, params));
 }
 
 namespace {
 
-// Whether kAvx512Bf16 can run these operands: the packed B matches op(B), rows of op(A) and
-// y contiguous, N a multiple of 16.
-template <class TY>
-bool avx512_bf16_fits(const Queue& queue, const GemmOperandsOf<bf16>& ops, View2<TY> y,
-                      const GemmParams& params) {
-  const GemmPackedBf16* packed = params.packed_b;
-  return std::is_same_v<TY, float> && packed != nullptr && packed->pairs != nullptr &&
-         host_simd(queue.backend_id()) && gemm_avx512_bf16_available() && packed->k == ops.k &&
-         packed->n == ops.n && ops.op_a.stride[1] == 1 && y.stride[1] == 1 && ops.n % 16 == 0;
-}
-
-// Whether kAvx512 can run 16-bit operands (widened per cache block): row-major op(A), op(B), Y.
 template <class T, class TY>
-bool avx512_widened_fits(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y) {
-  return std::is_same_v<TY, float> && host_simd(queue.backend_id()) && gemm_avx512_available() &&
-         ops.op_a.stride[1] == 1 && ops.op_b.stride[1] == 1 && y.stride[1] == 1 && ops.n % 16 == 0;
-}
+struct ReducedCall {
+  const Queue* queue;
+  GemmOperandsOf<T> ops;
+  View2<TY> y;
+  const GemmParams* params;
+  LaunchConfig config;
+};
 
 template <class T, class TY>
-GemmImpl reduced_impl(const Queue& queue, const GemmOperandsOf<T>& ops, View2<TY> y,
-                      const GemmParams& params) {
-  bool fits = false;
-  if constexpr (std::is_same_v<T, bf16>) fits = avx512_bf16_fits(queue, ops, y, params);
-  const bool fits_widened = avx512_widened_fits(queue, ops, y);
-  switch (params.impl) {
-    case GemmImpl::kAuto:
-      // Measured (bench/results/emtrk-precision-cpu.md): widening row-major 16-bit blocks to
-      // fp32 for the fp32 tiles beats vdpbf16ps on this class of CPU, whose bf16 dot-product
-      // peak equals its fp32 FMA peak; the packed AVX512-BF16 kernel serves a transposed B.
-      return fits_widened ? GemmImpl::kAvx512 : fits ? GemmImpl::kAvx512Bf16 : GemmImpl::kPortable;
-    case GemmImpl::kPortable:
-      return GemmImpl::kPortable;
-    case GemmImpl::kAvx512:
-      require(fits_widened, "gemm", "impl kAvx512 for 16-bit operands",
-              "serial or openmp, an AVX-512 CPU, unit column strides of op(A), op(B) and an fp32 "
-              "Y, N % 16 == 0",
-              std::string(queue.backend().name()) + ", N = " + std::to_string(ops.n));
-      return GemmImpl::kAvx512;
-    case GemmImpl::kAvx512Bf16: {
-      std::string received = std::string(queue.backend().name()) +
-                             (std::is_same_v<T, bf16> ? ", bf16" : ", fp16") + " operands, " +
-                             (std::is_same_v<TY, float> ? "fp32" : "16-bit") +
-                             " Y, N = " + std::to_string(ops.n);
-      if (params.packed_b == nullptr) {
-        received += ", no params.packed_b";
-      } else if (params.packed_b->k != ops.k || params.packed_b->n != ops.n) {
-        received += ", params.packed_b of K x N = " + shape(params.packed_b->k, params.packed_b->n);
-      }
-      require(fits, "gemm", "impl kAvx512Bf16",
-              "bf16 operands on serial or openmp, an AVX512-BF16 CPU, params.packed_b equal to "
-              "op(B), unit column strides of op(A) and an fp32 Y, N % 16 == 0",
-              received);
-      return GemmImpl::kAvx512Bf16;
-    }
-    default:
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm: impl for bf16 / fp16 operands: expected kAuto, kPortable or "
-                  "kAvx512Bf16 (bf16), received " +
-                      std::to_string(static_cast<int>(params.impl)));
+std::string reduced_no_skip(const ReducedCall<T, TY>&) {
+  return {};
+}
+
+// The widened AVX-512 tiles: each cache block of op(A), op(B) widened exactly to fp32.
+template <class T, class TY>
+std::string widened_unfit(const ReducedCall<T, TY>& c) {
+  if (!std::is_same_v<TY, float>) return "needs an fp32 Y";
+  if (c.ops.op_a.stride[1] != 1 || c.ops.op_b.stride[1] != 1 || c.y.stride[1] != 1) {
+    return "op(A), op(B) and Y need unit column strides (row-major, not transposed)";
+  }
+  if (c.ops.n % 16 != 0) return "N = " + std::to_string(c.ops.n) + " is not a multiple of 16";
+  return {};
+}
+
+// vdpbf16ps over op(B) packed in K pairs.
+template <class T, class TY>
+std::string pairs_unfit(const ReducedCall<T, TY>& c) {
+  if (!std::is_same_v<TY, float>) return "needs an fp32 Y";
+  const GemmPackedBf16* packed = c.params->packed_b;
+  if (packed == nullptr || packed->pairs == nullptr) return "needs params.packed_b";
+  if (packed->k != c.ops.k || packed->n != c.ops.n) {
+    return "params.packed_b of K x N = " + shape(packed->k, packed->n) + ", op(B) is " +
+           shape(c.ops.k, c.ops.n);
+  }
+  if (c.ops.op_a.stride[1] != 1 || c.y.stride[1] != 1) {
+    return "op(A) and Y need unit column strides";
+  }
+  if (c.ops.n % 16 != 0) return "N = " + std::to_string(c.ops.n) + " is not a multiple of 16";
+  return {};
+}
+
+template <class T, class TY>
+void run_widened(const ReducedCall<T, TY>& c) {
+  if constexpr (std::is_same_v<TY, float>) {
+    const GemmParams& params = *c.params;
+    fill_with_c(*c.queue, c.ops.c_broadcast, params.beta, c.y);
+    const simd::GemmHalfArgs args{reinterpret_cast<const uint16_t*>(c.ops.op_a.data),
+                                  c.ops.op_a.stride[0],
+                                  reinterpret_cast<const uint16_t*>(c.ops.op_b.data),
+                                  c.ops.op_b.stride[0],
+                                  c.y.data,
+                                  c.y.stride[0],
+                                  c.ops.m,
+                                  c.ops.n,
+                                  c.ops.k,
+                                  params.alpha,
+                                  params.epilogue,
+                                  traits_of(c.queue->backend_id()).threads};
+    if constexpr (std::is_same_v<T, fp16>) return simd::gemm_avx512_fp16(args);
+    return simd::gemm_avx512_bf16_widened(args);
   }
 }
 
-// The reduced-precision products: the portable kernel (the oracle of any faster path), or the
-// AVX512-BF16 tiles for bf16 with a packed B.
+template <class T, class TY>
+void run_pairs(const ReducedCall<T, TY>& c) {
+  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<TY, float>) {
+    const GemmParams& params = *c.params;
+    fill_with_c(*c.queue, c.ops.c_broadcast, params.beta, c.y);
+    const simd::GemmBf16PairsArgs args{reinterpret_cast<const uint16_t*>(c.ops.op_a.data),
+                                       c.ops.op_a.stride[0],
+                                       reinterpret_cast<const uint16_t*>(params.packed_b->pairs),
+                                       c.y.data,
+                                       c.y.stride[0],
+                                       c.ops.m,
+                                       c.ops.n,
+                                       c.ops.k,
+                                       params.alpha,
+                                       params.epilogue,
+                                       traits_of(c.queue->backend_id()).threads};
+    simd::gemm_avx512_bf16(args);
+  }
+}
+
+template <class T, class TY>
+void run_reduced_portable(const ReducedCall<T, TY>& c) {
+  KAAS_LAUNCH(*c.queue, gemm_portable_launch, *c.queue, c.ops.op_a, c.ops.op_b, c.ops.c_broadcast,
+              c.y, c.params->alpha, c.params->beta, c.params->epilogue, c.config);
+}
+
+// Measured (bench/results/emtrk-precision-cpu.md): widening row-major 16-bit blocks to fp32 for
+// the fp32 tiles beats vdpbf16ps on this class of CPU, whose bf16 dot-product peak equals its fp32
+// FMA peak; the packed AVX512-BF16 kernel serves a transposed B. The portable kernel is the
+// oracle of both.
+template <class T, class TY>
+ImplTable<GemmImpl, ReducedCall<T, TY>> reduced_table() {
+  using Call = ReducedCall<T, TY>;
+  using Row = ImplRow<GemmImpl, Call>;
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> list;
+    list.push_back({GemmImpl::kAvx512, "avx512", IsaTier::kAvx512, "fp32 chain of widened values",
+                    [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_compiled()); },
+                    widened_unfit<T, TY>, reduced_no_skip<T, TY>, run_widened<T, TY>});
+    if constexpr (std::is_same_v<T, bf16>) {  // vdpbf16ps: bf16 only
+      list.push_back(
+          {GemmImpl::kAvx512Bf16, "avx512_bf16", IsaTier::kAvx512Bf16, "vdpbf16ps pairs",
+           [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_bf16_compiled()); },
+           pairs_unfit<T, TY>, reduced_no_skip<T, TY>, run_pairs<T, TY>});
+    }
+    list.push_back({GemmImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
+                    always_fits<Call>, reduced_no_skip<T, TY>, run_reduced_portable<T, TY>});
+    return list;
+  }();
+  return {std::is_same_v<T, bf16> ? "gemm bf16" : "gemm fp16", "gemm", rows};
+}
+
+template <class T, class TY>
+ReducedCall<T, TY> reduced_call(const Queue& queue, View2<const T> a, View2<const T> b, View2<TY> y,
+                                const GemmParams& params) {
+  ReducedCall<T, TY> call{&queue, {}, y, &params, {}};
+  call.ops.op_a = params.trans_a ? transposed(a) : a;
+  call.ops.op_b = params.trans_b ? transposed(b) : b;
+  call.ops.m = y.extent[0], call.ops.n = y.extent[1], call.ops.k = call.ops.op_a.extent[1];
+  return call;
+}
+
+// The reduced-precision products: the portable kernel (the oracle of any faster path), the
+// widened AVX-512 tiles, or the AVX512-BF16 pairs for bf16 with a packed B.
 template <class T, class TY>
 void gemm_reduced(const Queue& queue, View2<const T> a, View2<const T> b, View2<const float> c,
                   View2<TY> y, const GemmParams& params, const LaunchConfig& config) {
   const GemmOperandsOf<T> ops = check_gemm(a, b, c, y, params, config);
-  const GemmImpl impl = reduced_impl(queue, ops, y, params);
+  const ReducedCall<T, TY> call{&queue, ops, y, &params, config};
+  const ImplTable<GemmImpl, ReducedCall<T, TY>> table = reduced_table<T, TY>();
+  const GemmImpl impl = table.choose(params.impl, GemmImpl::kAuto, call);
   if (y.size() == 0) return;
-  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<TY, float>) {
-    if (impl == GemmImpl::kAvx512Bf16) {
-      fill_with_c(queue, ops.c_broadcast, params.beta, y);
-      const simd::GemmBf16PairsArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
-                                         ops.op_a.stride[0],
-                                         reinterpret_cast<const uint16_t*>(params.packed_b->pairs),
-                                         y.data,
-                                         y.stride[0],
-                                         ops.m,
-                                         ops.n,
-                                         ops.k,
-                                         params.alpha,
-                                         params.epilogue,
-                                         traits_of(queue.backend_id()).threads};
-      return simd::gemm_avx512_bf16(args);
-    }
-  }
-  if constexpr (std::is_same_v<TY, float>) {
-    if (impl == GemmImpl::kAvx512) {
-      fill_with_c(queue, ops.c_broadcast, params.beta, y);
-      const simd::GemmHalfArgs args{reinterpret_cast<const uint16_t*>(ops.op_a.data),
-                                    ops.op_a.stride[0],
-                                    reinterpret_cast<const uint16_t*>(ops.op_b.data),
-                                    ops.op_b.stride[0],
-                                    y.data,
-                                    y.stride[0],
-                                    ops.m,
-                                    ops.n,
-                                    ops.k,
-                                    params.alpha,
-                                    params.epilogue,
-                                    traits_of(queue.backend_id()).threads};
-      if constexpr (std::is_same_v<T, fp16>) return simd::gemm_avx512_fp16(args);
-      return simd::gemm_avx512_bf16_widened(args);
-    }
-  }
-  KAAS_RETURN_LAUNCH(queue, gemm_portable_launch, queue, ops.op_a, ops.op_b, ops.c_broadcast, y,
-                     params.alpha, params.beta, params.epilogue, config);
+  table.run(impl, call);
 }
 
 }  // namespace
@@ -440,6 +516,32 @@ void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<co
 void gemm(const Queue& queue, View2<const fp16> a, View2<const fp16> b, View2<const float> c,
           View2<fp16> y, const GemmParams& params, LaunchConfig config) {
   gemm_reduced(queue, a, b, c, y, params, config);
+}
+
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const bf16> a,
+                                        View2<const bf16> b, View2<float> y,
+                                        const GemmParams& params) {
+  return reduced_table<bf16, float>().runnable(reduced_call(queue, a, b, y, params));
+}
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const bf16> a,
+                                        View2<const bf16> b, View2<bf16> y,
+                                        const GemmParams& params) {
+  return reduced_table<bf16, bf16>().runnable(reduced_call(queue, a, b, y, params));
+}
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
+                                        View2<const fp16> b, View2<float> y,
+                                        const GemmParams& params) {
+  return reduced_table<fp16, float>().runnable(reduced_call(queue, a, b, y, params));
+}
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
+                                        View2<const fp16> b, View2<fp16> y,
+                                        const GemmParams& params) {
+  return reduced_table<fp16, fp16>().runnable(reduced_call(queue, a, b, y, params));
+}
+
+std::vector<ImplTableInfo> gemm_impl_tables() {
+  return {fp32_table().info(), reduced_table<bf16, float>().info(),
+          reduced_table<fp16, float>().info()};
 }
 
 void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1<const float> bias,

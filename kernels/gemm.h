@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "kaas/backends/dispatch.h"
 #include "kaas/backends/half.h"
@@ -16,9 +18,10 @@
 
 namespace kaas {
 
+// The rows of the fp32 and 16-bit tables (kernels/gemm.cc, kernels/impl_table.h).
 enum class GemmImpl {
-  kAuto,        // the first that applies: kAvx512, kVendor, kPortable
-                // (with rows_independent: kAvx512, kAvx2, kPortable)
+  kAuto,        // the first row that applies: fp32 kAvx512, kVendor (not with rows_independent),
+                // kAvx2, kPortable; 16-bit kAvx512 (widened), kAvx512Bf16, kPortable
   kPortable,    // the single-source tiled kernel
   kVendor,      // vendor BLAS or an kUnimplemented error
   kAvx512,      // serial/openmp on an AVX-512 CPU, row-major A, B and Y, N % 16 == 0
@@ -114,9 +117,31 @@ void dense(const Queue& queue, View2<const float> x, View2<const float> w, View1
 void matmul(const Queue& queue, const float* a, std::span<const int64_t> a_shape, const float* b,
             std::span<const int64_t> b_shape, float* y, GemmImpl impl = GemmImpl::kAuto);
 
-// The implementation kAuto would pick for these operands on this queue, and its name.
+// The implementation gemm() runs for these operands on this queue (params.impl when it can run,
+// else kInvalidArgument naming why not).
 GemmImpl gemm_chosen_impl(const Queue& queue, View2<const float> a, View2<const float> b,
                           View2<float> y, const GemmParams& params);
+// The implementations (kernels/impl_table.h rows, by name, preference order) that can run these
+// operands here: the tier (CPU and KAAS_MAX_CPU_ISA), the backend and the call's layout allowing.
+// Only shapes, strides and params are read: views with null data ask the same.
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const float> a,
+                                        View2<const float> b, View2<float> y,
+                                        const GemmParams& params);
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const bf16> a,
+                                        View2<const bf16> b, View2<float> y,
+                                        const GemmParams& params);
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const bf16> a,
+                                        View2<const bf16> b, View2<bf16> y,
+                                        const GemmParams& params);
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
+                                        View2<const fp16> b, View2<float> y,
+                                        const GemmParams& params);
+std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
+                                        View2<const fp16> b, View2<fp16> y,
+                                        const GemmParams& params);
+// Empty when fp32 `impl` can run these operands here; else why not (the planner's question).
+std::string gemm_unavailable(const Queue& queue, GemmImpl impl, View2<const float> a,
+                             View2<const float> b, View2<float> y, const GemmParams& params);
 const char* gemm_vendor_name(const Queue& queue);
 // Whether this CPU has what kAvx512 needs (AVX-512 F/BW/VL/DQ and FMA, zmm state saved by the
 // OS).

@@ -9,6 +9,8 @@
 
 #include "kaas/backends/buffer.h"
 #include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/detail/impl_tables.h"
+#include "kaas/kernels/impl_table.h"
 #include "kaas/kernels/scan.h"
 
 namespace kaas {
@@ -281,11 +283,80 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
 
 }  // namespace
 
+namespace {
+
+// The checked call as the method table's rows see it.
+struct KnnCall {
+  const Queue* queue;
+  View2<const float> points;
+  View1<const int64_t> row_splits;
+  const std::vector<int64_t>* splits;
+  const std::vector<float>* bounds;
+  int k;
+  View2<int32_t> indices;
+  View2<float> distances;
+  LaunchConfig config;
+  int64_t largest_event;
+};
+
 // Measured (bench knn_crossover, openmp 2 threads, K = 16): 100 uniform events of 32 points,
 // D = 3: binned 3.32 ms, brute force 1.77; of 64 points: 4.25 vs 5.14. One event of 100k
 // points: D = 8 1.07 s vs 8.2 s, D = 16 7.6 s vs 12.2 s; of 2,000 points, D = 16: 8.4 vs 8.8 ms.
+constexpr int64_t kBruteForceLargestEvent = 48;
+
+// Both methods are single-source kernels for every backend and return identical rows (one
+// distance expression, one tie rule): auto chooses by speed alone, brute force runs anything.
+const ImplRow<KnnMethod, KnnCall> kMethodRows[] = {
+    {KnnMethod::kBinned, "binned", IsaTier::kPortable, "exact rows", any_backend,
+     always_fits<KnnCall>,
+     [](const KnnCall& c) {
+       return c.largest_event <= kBruteForceLargestEvent
+                  ? "events of at most " + std::to_string(kBruteForceLargestEvent) +
+                        " points: brute force is faster"
+                  : std::string();
+     },
+     [](const KnnCall& c) {
+       launch_binned(*c.queue, c.points, c.row_splits, *c.splits, *c.bounds, c.k, c.indices,
+                     c.distances, c.config);
+     }},
+    {KnnMethod::kBruteForce, "brute_force", IsaTier::kPortable, "exact rows", any_backend,
+     always_fits<KnnCall>, [](const KnnCall&) { return std::string(); },
+     [](const KnnCall& c) {
+       launch_brute_force(*c.queue, c.points, c.row_splits, *c.splits, c.k, c.indices, c.distances,
+                          c.config);
+     }},
+};
+
+ImplTable<KnnMethod, KnnCall> method_table() {
+  return {"knn method", "knn", kMethodRows};
+}
+
+}  // namespace
+
 KnnMethod knn_auto_method(int64_t /*dims*/, int64_t largest_event) {
-  return largest_event > 48 ? KnnMethod::kBinned : KnnMethod::kBruteForce;
+  KnnCall call{};
+  call.largest_event = largest_event;
+  for (const auto& row : method_table().rows()) {
+    if (row.auto_skips(call).empty()) return row.impl;
+  }
+  return KnnMethod::kBruteForce;
+}
+
+std::string_view to_string(KnnMethod method) {
+  if (method == KnnMethod::kAuto) return "auto";
+  const auto* row = method_table().find(method);
+  return row == nullptr ? "unknown" : row->name;
+}
+
+KnnMethod knn_method_from_name(std::string_view name) {
+  if (name == "auto") return KnnMethod::kAuto;
+  if (const auto* row = method_table().find(name)) return row->impl;
+  throw Error(ErrorCode::kInvalidArgument, "knn: method '" + escape_for_message(name, 64) +
+                                               "': expected auto, " + method_table().names());
+}
+
+std::vector<ImplTableInfo> knn_impl_tables() {
+  return {method_table().info()};
 }
 
 void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row_splits, int k,
@@ -295,18 +366,14 @@ void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row
   const std::vector<int64_t> splits = read_row_splits(queue, row_splits, n);
   if (n == 0) return;
   const std::vector<float> bounds = check_finite(queue, points);
-  if (method == KnnMethod::kAuto) {
-    int64_t largest = 0;
-    for (size_t e = 0; e + 1 < splits.size(); ++e) {
-      largest = std::max(largest, splits[e + 1] - splits[e]);
-    }
-    method = knn_auto_method(points.extent[1], largest);
+  int64_t largest = 0;
+  for (size_t e = 0; e + 1 < splits.size(); ++e) {
+    largest = std::max(largest, splits[e + 1] - splits[e]);
   }
-  if (method == KnnMethod::kBruteForce) {
-    launch_brute_force(queue, points, row_splits, splits, k, indices, distances, config);
-  } else {
-    launch_binned(queue, points, row_splits, splits, bounds, k, indices, distances, config);
-  }
+  const KnnCall call{&queue, points,  row_splits, &splits, &bounds,
+                     k,      indices, distances,  config,  largest};
+  const ImplTable<KnnMethod, KnnCall> table = method_table();
+  table.run(table.choose(method, KnnMethod::kAuto, call), call);
 }
 
 }  // namespace kaas

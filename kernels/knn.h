@@ -17,10 +17,10 @@
 //   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
 //                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
 //                with the event as the outer cell coordinate and about 2K points per cell
-//                (16..32; 64 above D = 8). The cell lists (CSR) are built on the device by counting,
-//                exclusive_scan and a scatter into dimension-major coordinates. One group per
-//                cell takes the cell's points as its queries and walks the shells of cells around
-//                it together: the own cell fills each query's heap, then rows of cells are
+//                (16..32; 64 above D = 8). The cell lists (CSR) are built on the device by
+//                counting, exclusive_scan and a scatter into dimension-major coordinates. One group
+//                per cell takes the cell's points as its queries and walks the shells of cells
+//                around it together: the own cell fills each query's heap, then rows of cells are
 //                skipped for the whole group or per query by their distance, and the group
 //                stops once no query can gain from the next shell.
 //   kAuto        kBinned when the largest event has more than 48 points, else kBruteForce, for
@@ -44,6 +44,7 @@
 // returns, so results are ready on return on every backend.
 
 #include <cstdint>
+#include <string_view>
 
 #include "kaas/backends/dispatch.h"
 #include "kaas/backends/launch_config.h"
@@ -66,6 +67,9 @@ void knn(const Queue& queue, View2<const float> points, View1<const int64_t> row
 
 // The method kAuto resolves to for these sizes.
 KnnMethod knn_auto_method(int64_t dims, int64_t largest_event);
+// The methods' names, from their table (kernels/knn.cc): "auto", "binned", "brute_force".
+std::string_view to_string(KnnMethod method);
+KnnMethod knn_method_from_name(std::string_view name);  // throws kInvalidArgument
 
 namespace detail {
 

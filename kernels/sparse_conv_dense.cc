@@ -1,5 +1,6 @@
 #include "kaas/kernels/sparse_conv_dense.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -8,6 +9,8 @@
 #include "kaas/backends/cpu/host_team.h"
 #include "kaas/kernels/cpu/sparse_dense_simd.h"
 #include "kaas/kernels/detail/checks.h"
+#include "kaas/kernels/detail/impl_tables.h"
+#include "kaas/kernels/impl_table.h"
 #include "kaas/kernels/scan.h"
 
 namespace kaas {
@@ -15,18 +18,6 @@ namespace kaas {
 using detail::str;
 
 namespace {
-
-bool avx512_ready() {
-  static const bool ready =
-      simd::sparse_dense1_avx512_compiled() && cpu_features().avx512f && cpu_features().fma;
-  return ready;
-}
-
-bool avx2_ready() {
-  static const bool ready =
-      simd::sparse_dense1_avx2_compiled() && cpu_features().avx2 && cpu_features().fma;
-  return ready;
-}
 
 bool host_cpu(const Queue& queue) {
   return host_simd(queue.backend_id());
@@ -170,9 +161,256 @@ int64_t sparse_conv_index(const Queue& queue, View<const float, 4> images, int64
   return count;
 }
 
+namespace {
+
+// Steps 2 and 3 as the tables' rows see them (checked calls).
+struct DeltaCall {
+  const Queue* queue;
+  View<const float, 4> images;
+  const SparseConvWeights* weights;
+  View1<const int32_t> positions;
+  View2<float> delta;
+  LaunchConfig config;
+};
+struct Dense1Call {
+  const Queue* queue;
+  View<const int32_t, 3> index;
+  View2<const float> delta;
+  int64_t delta_first;
+  const SparseWindows* windows;
+  const SparseDense1Weights* weights;
+  View2<float> out;
+  LaunchConfig config;
+};
+
+std::string sparse_simd_backend(const Queue& queue, bool compiled) {
+  if (!compiled) return "not compiled into this build (not x86-64)";
+  return needs_host_simd(queue);
+}
+
+std::string config_unfit(const LaunchConfig& config) {
+  return config.groups == 0 && config.group_size == 0
+             ? std::string()
+             : std::string("a launch configuration (the portable kernel's)");
+}
+
+template <class Call>
+std::string sparse_no_skip(const Call&) {
+  return {};
+}
+
+// The conv at the listed positions in vectors of `lanes` output channels, up to 4 vectors.
+std::string delta_unfit(const DeltaCall& c, int64_t lanes) {
+  const auto& images = c.images;
+  const int64_t oc = c.weights->conv_weight.extent[0];
+  if (oc % lanes != 0 || oc > 4 * lanes) {
+    return "C_out = " + str(oc) + ": needs a multiple of " + str(lanes) + " up to " +
+           str(4 * lanes);
+  }
+  const bool contiguous = images.stride[3] == 1 && images.stride[2] == images.extent[3] &&
+                          images.stride[1] == images.extent[2] * images.extent[3] &&
+                          images.stride[0] == images.extent[1] * images.stride[1];
+  if (!contiguous || c.delta.stride[1] != 1 || c.positions.stride[0] != 1) {
+    return "needs contiguous images, delta rows and positions";
+  }
+  return config_unfit(c.config);
+}
+
+void run_delta_simd(const DeltaCall& c, bool avx512) {
+  const SparseConvWeights& weights = *c.weights;
+  const auto& w = weights.conv_weight.extent;
+  // The weight tap-major ([kh][kw][c][oc]) so each tap's channels are one contiguous row.
+  std::vector<float> weight_t(size_t(w[0] * w[1] * w[2] * w[3]));
+  for (int64_t o = 0; o < w[0]; ++o)
+    for (int64_t ch = 0; ch < w[1]; ++ch)
+      for (int64_t dy = 0; dy < w[2]; ++dy)
+        for (int64_t dx = 0; dx < w[3]; ++dx)
+          weight_t[size_t(((dy * w[3] + dx) * w[1] + ch) * w[0] + o)] =
+              weights.conv_weight(o, ch, dy, dx);
+  std::vector<float> bias;
+  if (weights.conv_bias.extent[0] > 0)
+    for (int64_t o = 0; o < w[0]; ++o) bias.push_back(weights.conv_bias[o]);
+  std::vector<float> constant;
+  for (int64_t o = 0; o < w[0]; ++o) constant.push_back(weights.conv_constant[o]);
+  simd::SparseConvArgs args{};
+  args.images = c.images.data;
+  args.height = c.images.extent[1], args.width = c.images.extent[2];
+  args.channels = c.images.extent[3];
+  args.weight_t = weight_t.data();
+  args.bias = bias.empty() ? nullptr : bias.data();
+  args.epilogue = weights.conv_epilogue;
+  args.constant = constant.data();
+  args.positions = c.positions.data;
+  args.count = c.positions.extent[0];
+  args.kernel_h = w[2], args.kernel_w = w[3];
+  args.out_h = c.images.extent[1] - w[2] + 1, args.out_w = c.images.extent[2] - w[3] + 1;
+  args.oc = w[0];
+  args.delta = c.delta.data, args.delta_stride = c.delta.stride[0];
+  args.threads = traits_of(c.queue->backend_id()).threads;
+  avx512 ? simd::sparse_conv_delta_avx512(args) : simd::sparse_conv_delta_avx2(args);
+}
+
+// Rows of windows against W1 in column tiles of `tile` (4 vectors).
+std::string dense1_unfit(const Dense1Call& c, int64_t tile) {
+  const int64_t n1 = c.out.extent[1];
+  if (n1 % tile != 0) return "N1 = " + str(n1) + " is not a multiple of " + str(tile);
+  const SparseWindows& windows = *c.windows;
+  const bool unit = c.weights->weight.stride[1] == 1 && c.out.stride[1] == 1 &&
+                    c.delta.stride[1] == 1 && windows.image.stride[0] == 1 &&
+                    windows.y.stride[0] == 1 && windows.x.stride[0] == 1 &&
+                    c.weights->constant.stride[0] == 1;
+  if (!unit) return "needs unit strides along W1's, delta's and out's rows and the windows";
+  return config_unfit(c.config);
+}
+
+void run_dense1_simd(const Dense1Call& c, bool avx512) {
+  const SparseWindows& windows = *c.windows;
+  const SparseDense1Weights& weights = *c.weights;
+  simd::SparseDense1Args args{};
+  args.index = c.index.data;
+  for (int d = 0; d < 3; ++d) args.index_stride[d] = c.index.stride[d];
+  args.delta = c.delta.data, args.delta_stride = c.delta.stride[0];
+  args.channels = c.delta.extent[1];
+  args.delta_first = c.delta_first, args.delta_rows = c.delta.extent[0];
+  args.image = windows.image.data, args.y = windows.y.data, args.x = windows.x.data;
+  args.out_h = windows.out_h, args.out_w = windows.out_w;
+  args.weight = weights.weight.data, args.weight_stride = weights.weight.stride[0];
+  args.constant = weights.constant.data, args.epilogue = weights.epilogue;
+  args.out = c.out.data, args.out_stride = c.out.stride[0], args.rows = c.out.extent[0];
+  args.n1 = c.out.extent[1];
+  args.threads = traits_of(c.queue->backend_id()).threads;
+  avx512 ? simd::sparse_dense1_avx512(args) : simd::sparse_dense1_avx2(args);
+}
+
+// Both steps: the AVX-512 and AVX2 kernels compute each sum in the portable kernel's order with
+// fused multiply-adds (one bit class); the portable kernels are the oracle.
+const ImplRow<SparseImpl, DeltaCall> kDeltaRows[] = {
+    {SparseImpl::kAvx512, "avx512", IsaTier::kAvx512, "fma chain",
+     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx512_compiled()); },
+     [](const DeltaCall& c) { return delta_unfit(c, 16); }, sparse_no_skip<DeltaCall>,
+     [](const DeltaCall& c) { run_delta_simd(c, true); }},
+    {SparseImpl::kAvx2, "avx2", IsaTier::kAvx2, "fma chain",
+     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx2_compiled()); },
+     [](const DeltaCall& c) { return delta_unfit(c, 8); }, sparse_no_skip<DeltaCall>,
+     [](const DeltaCall& c) { run_delta_simd(c, false); }},
+    {SparseImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
+     always_fits<DeltaCall>, sparse_no_skip<DeltaCall>,
+     [](const DeltaCall& c) {
+       KAAS_LAUNCH(*c.queue, sparse_conv_delta_launch, *c.queue, c.images, *c.weights, c.positions,
+                   c.delta, c.config);
+     }},
+};
+const ImplRow<SparseImpl, Dense1Call> kDense1Rows[] = {
+    {SparseImpl::kAvx512, "avx512", IsaTier::kAvx512, "fma chain",
+     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx512_compiled()); },
+     [](const Dense1Call& c) { return dense1_unfit(c, 64); }, sparse_no_skip<Dense1Call>,
+     [](const Dense1Call& c) { run_dense1_simd(c, true); }},
+    {SparseImpl::kAvx2, "avx2", IsaTier::kAvx2, "fma chain",
+     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx2_compiled()); },
+     [](const Dense1Call& c) { return dense1_unfit(c, 32); }, sparse_no_skip<Dense1Call>,
+     [](const Dense1Call& c) { run_dense1_simd(c, false); }},
+    {SparseImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
+     always_fits<Dense1Call>, sparse_no_skip<Dense1Call>,
+     [](const Dense1Call& c) {
+       KAAS_LAUNCH(*c.queue, sparse_dense1_launch, *c.queue, c.index, c.delta, c.delta_first,
+                   *c.windows, *c.weights, c.out, c.config);
+     }},
+};
+
+ImplTable<SparseImpl, DeltaCall> delta_table() {
+  return {"sparse conv", "sparse_conv_dense", kDeltaRows};
+}
+ImplTable<SparseImpl, Dense1Call> dense1_table() {
+  return {"sparse first layer", "sparse_conv_dense", kDense1Rows};
+}
+
+// Calls with the layouts the models and cases use (contiguous, default launch), for questions.
+DeltaCall contiguous_delta_call(const Queue& queue, const SparseConvWeights& weights,
+                                int64_t channels) {
+  DeltaCall call{&queue, {}, &weights, {}, {}, {}};
+  call.images = make_view<4>(static_cast<const float*>(nullptr), {1, 1, 1, channels});
+  call.positions = make_view(static_cast<const int32_t*>(nullptr), 1);
+  call.delta = make_view<2>(static_cast<float*>(nullptr), {1, weights.conv_weight.extent[0]});
+  return call;
+}
+
+}  // namespace
+
+std::string_view to_string(SparseImpl impl) {
+  switch (impl) {
+    case SparseImpl::kAuto:
+      return "auto";
+    case SparseImpl::kPortable:
+      return "portable";
+    case SparseImpl::kAvx2:
+      return "avx2";
+    case SparseImpl::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+SparseImpl sparse_impl_from_name(std::string_view name) {
+  for (SparseImpl impl :
+       {SparseImpl::kAuto, SparseImpl::kPortable, SparseImpl::kAvx2, SparseImpl::kAvx512}) {
+    if (to_string(impl) == name) return impl;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "sparse impl: expected auto, portable, avx2 or avx512, received '" +
+                  escape_for_message(name, 64) + "'");
+}
+
+std::vector<std::string> sparse_impls_for(const Queue& queue, int64_t conv_channels, int64_t n1) {
+  const int64_t no_extent[4] = {conv_channels, 1, 1, 1};
+  SparseConvWeights conv;
+  conv.conv_weight = make_view<4>(static_cast<const float*>(nullptr), no_extent);
+  const DeltaCall delta = contiguous_delta_call(queue, conv, 1);
+  SparseWindows windows;
+  windows.image = windows.y = windows.x = make_view(static_cast<const int32_t*>(nullptr), 1);
+  SparseDense1Weights dense1;
+  dense1.weight = make_view<2>(static_cast<const float*>(nullptr), {1, n1});
+  dense1.constant = make_view(static_cast<const float*>(nullptr), n1);
+  const Dense1Call first_layer{&queue,
+                               make_view<3>(static_cast<const int32_t*>(nullptr), {1, 1, 1}),
+                               make_view<2>(static_cast<const float*>(nullptr), {1, conv_channels}),
+                               0,
+                               &windows,
+                               &dense1,
+                               make_view<2>(static_cast<float*>(nullptr), {1, n1}),
+                               {}};
+  const std::vector<std::string> step2 = delta_table().runnable(delta);
+  std::vector<std::string> both;
+  for (const std::string& name : dense1_table().runnable(first_layer)) {
+    if (std::find(step2.begin(), step2.end(), name) != step2.end()) both.push_back(name);
+  }
+  return both;
+}
+
+const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
+  SparseWindows windows;
+  windows.image = windows.y = windows.x = make_view(static_cast<const int32_t*>(nullptr), 1);
+  SparseDense1Weights dense1;
+  dense1.weight = make_view<2>(static_cast<const float*>(nullptr), {1, n1});
+  dense1.constant = make_view(static_cast<const float*>(nullptr), n1);
+  const Dense1Call call{&queue,
+                        make_view<3>(static_cast<const int32_t*>(nullptr), {1, 1, 1}),
+                        make_view<2>(static_cast<const float*>(nullptr), {1, 1}),
+                        0,
+                        &windows,
+                        &dense1,
+                        make_view<2>(static_cast<float*>(nullptr), {1, n1}),
+                        {}};
+  const ImplTable<SparseImpl, Dense1Call> table = dense1_table();
+  return table.find(table.choose(SparseImpl::kAuto, SparseImpl::kAuto, call))->name.data();
+}
+
+std::vector<ImplTableInfo> sparse_impl_tables() {
+  return {delta_table().info(), dense1_table().info()};
+}
+
 void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
                        const SparseConvWeights& weights, View1<const int32_t> positions,
-                       View2<float> delta, LaunchConfig config) {
+                       View2<float> delta, LaunchConfig config, SparseImpl impl) {
   constexpr const char* kWhere = "sparse_conv_delta";
   detail::check_view(images, kWhere, "images");
   detail::check_view(weights.conv_weight, kWhere, "conv_weight");
@@ -187,56 +425,15 @@ void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
           "at least [" + str(positions.extent[0]) + ", " + str(w[0]) + "]",
           shape_string(delta.extent));
   if (positions.extent[0] == 0) return;
-  const int64_t vector = avx512_ready() ? 16 : 8;
-  const bool contiguous = images.stride[3] == 1 && images.stride[2] == images.extent[3] &&
-                          images.stride[1] == images.extent[2] * images.extent[3] &&
-                          images.stride[0] == images.extent[1] * images.stride[1];
-  if (host_cpu(queue) && (avx512_ready() || avx2_ready()) && w[0] % vector == 0 &&
-      w[0] <= 4 * vector && contiguous && delta.stride[1] == 1 && positions.stride[0] == 1 &&
-      config.groups == 0 && config.group_size == 0) {
-    // The weight tap-major ([kh][kw][c][oc]) so each tap's channels are one contiguous row.
-    std::vector<float> weight_t(size_t(w[0] * w[1] * w[2] * w[3]));
-    for (int64_t o = 0; o < w[0]; ++o)
-      for (int64_t c = 0; c < w[1]; ++c)
-        for (int64_t dy = 0; dy < w[2]; ++dy)
-          for (int64_t dx = 0; dx < w[3]; ++dx)
-            weight_t[size_t(((dy * w[3] + dx) * w[1] + c) * w[0] + o)] =
-                weights.conv_weight(o, c, dy, dx);
-    std::vector<float> bias;
-    if (weights.conv_bias.extent[0] > 0)
-      for (int64_t o = 0; o < w[0]; ++o) bias.push_back(weights.conv_bias[o]);
-    std::vector<float> constant;
-    for (int64_t o = 0; o < w[0]; ++o) constant.push_back(weights.conv_constant[o]);
-    simd::SparseConvArgs args{};
-    args.images = images.data;
-    args.height = images.extent[1], args.width = images.extent[2], args.channels = images.extent[3];
-    args.weight_t = weight_t.data();
-    args.bias = bias.empty() ? nullptr : bias.data();
-    args.epilogue = weights.conv_epilogue;
-    args.constant = constant.data();
-    args.positions = positions.data;
-    args.count = positions.extent[0];
-    args.kernel_h = w[2], args.kernel_w = w[3];
-    args.out_h = images.extent[1] - w[2] + 1, args.out_w = images.extent[2] - w[3] + 1;
-    args.oc = w[0];
-    args.delta = delta.data, args.delta_stride = delta.stride[0];
-    args.threads = traits_of(queue.backend_id()).threads;
-    return avx512_ready() ? simd::sparse_conv_delta_avx512(args)
-                          : simd::sparse_conv_delta_avx2(args);
-  }
-  KAAS_LAUNCH(queue, sparse_conv_delta_launch, queue, images, weights, positions, delta, config);
-}
-
-const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
-  if (!host_simd(queue.backend_id())) return "portable";
-  if (avx512_ready() && n1 % 64 == 0) return "avx512";
-  if (avx2_ready() && n1 % 32 == 0) return "avx2";
-  return "portable";
+  const DeltaCall call{&queue, images, &weights, positions, delta, config};
+  const ImplTable<SparseImpl, DeltaCall> table = delta_table();
+  table.run(table.choose(impl, SparseImpl::kAuto, call), call);
 }
 
 void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const float> delta,
                    int64_t delta_first, const SparseWindows& windows,
-                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config) {
+                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config,
+                   SparseImpl impl) {
   constexpr const char* kWhere = "sparse_dense1";
   detail::check_view(index, kWhere, "index");
   detail::check_view(delta, kWhere, "delta");
@@ -266,26 +463,9 @@ void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const
               std::string("image ") + str(img) + " at " + str(y) + "," + str(x));
     }
   }
-  const std::string impl = sparse_dense1_impl(queue, n1);
-  const bool unit = weights.weight.stride[1] == 1 && out.stride[1] == 1 && delta.stride[1] == 1 &&
-                    windows.image.stride[0] == 1 && windows.y.stride[0] == 1 &&
-                    windows.x.stride[0] == 1 && weights.constant.stride[0] == 1;
-  if (impl != "portable" && unit && config.groups == 0 && config.group_size == 0) {
-    simd::SparseDense1Args args{};
-    args.index = index.data;
-    for (int d = 0; d < 3; ++d) args.index_stride[d] = index.stride[d];
-    args.delta = delta.data, args.delta_stride = delta.stride[0], args.channels = channels;
-    args.delta_first = delta_first, args.delta_rows = delta.extent[0];
-    args.image = windows.image.data, args.y = windows.y.data, args.x = windows.x.data;
-    args.out_h = windows.out_h, args.out_w = windows.out_w;
-    args.weight = weights.weight.data, args.weight_stride = weights.weight.stride[0];
-    args.constant = weights.constant.data, args.epilogue = weights.epilogue;
-    args.out = out.data, args.out_stride = out.stride[0], args.rows = rows, args.n1 = n1;
-    args.threads = traits_of(queue.backend_id()).threads;
-    return impl == "avx512" ? simd::sparse_dense1_avx512(args) : simd::sparse_dense1_avx2(args);
-  }
-  KAAS_LAUNCH(queue, sparse_dense1_launch, queue, index, delta, delta_first, windows, weights, out,
-              config);
+  const Dense1Call call{&queue, index, delta, delta_first, &windows, &weights, out, config};
+  const ImplTable<SparseImpl, Dense1Call> table = dense1_table();
+  table.run(table.choose(impl, SparseImpl::kAuto, call), call);
 }
 
 int64_t sparse_conv_dense1_grouped(const Queue& queue, View<const float, 4> images,

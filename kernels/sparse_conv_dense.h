@@ -27,6 +27,8 @@
 // fused multiply-adds), else the portable kernel.
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "kaas/backends/dispatch.h"
@@ -74,16 +76,25 @@ int64_t sparse_conv_index(const Queue& queue, View<const float, 4> images, int64
                           View1<int32_t> scan_workspace, View1<int32_t> positions,
                           LaunchConfig config = {});
 
+// Steps 2 and 3 each choose from a table (kernels/impl_table.h, kernels/sparse_conv_dense.cc):
+// the AVX-512 and AVX2 kernels on the host CPU backends where the shapes fit, else the portable
+// kernel; all compute each sum in one order with fused multiply-adds.
+enum class SparseImpl { kAuto, kPortable, kAvx2, kAvx512 };
+std::string_view to_string(SparseImpl impl);
+SparseImpl sparse_impl_from_name(std::string_view name);  // throws kInvalidArgument
+
 // Step 2. delta [count, OC] for positions[0 .. count).
 void sparse_conv_delta(const Queue& queue, View<const float, 4> images,
                        const SparseConvWeights& weights, View1<const int32_t> positions,
-                       View2<float> delta, LaunchConfig config = {});
+                       View2<float> delta, LaunchConfig config = {},
+                       SparseImpl impl = SparseImpl::kAuto);
 
 // Step 3. out [windows, N1]. delta holds the active positions numbered delta_first onwards (a
 // group of windows needs only the numbers its windows reach).
 void sparse_dense1(const Queue& queue, View<const int32_t, 3> index, View2<const float> delta,
                    int64_t delta_first, const SparseWindows& windows,
-                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config = {});
+                   const SparseDense1Weights& weights, View2<float> out, LaunchConfig config = {},
+                   SparseImpl impl = SparseImpl::kAuto);
 
 // Steps 2 and 3 for windows whose active positions are numbered [range[r].first, range[r].last)
 // (both non-decreasing in r: patches in order, or hits in order of their window's first row),
@@ -98,8 +109,11 @@ int64_t sparse_conv_dense1_grouped(const Queue& queue, View<const float, 4> imag
                                    const SparseWindows& windows, const SparseDense1Weights& dense1,
                                    View2<float> delta, View2<float> out);
 
-// Which implementation sparse_dense1 runs on `queue` ("avx512", "avx2" or "portable").
+// Which implementation sparse_dense1's kAuto runs on `queue` for contiguous operands ("avx512",
+// "avx2" or "portable").
 const char* sparse_dense1_impl(const Queue& queue, int64_t n1);
+// The rows both steps can run on `queue` for contiguous operands of these sizes, by name.
+std::vector<std::string> sparse_impls_for(const Queue& queue, int64_t conv_channels, int64_t n1);
 
 // Internal: kernel launchers.
 KAAS_DECLARE_LAUNCHER(void, sparse_activity_launch,

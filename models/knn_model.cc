@@ -78,11 +78,7 @@ class KnnModel final : public Model {
 }  // namespace
 
 KnnMethod knn_method_from_string(const std::string& name) {
-  if (name == "auto") return KnnMethod::kAuto;
-  if (name == "brute_force") return KnnMethod::kBruteForce;
-  if (name == "binned") return KnnMethod::kBinned;
-  throw Error(ErrorCode::kInvalidArgument,
-              "knn: method '" + name + "': expected auto, brute_force or binned");
+  return knn_method_from_name(name);
 }
 
 std::unique_ptr<Model> make_knn_model(const Backend& backend, const KnnModelOptions& options) {

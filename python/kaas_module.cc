@@ -85,11 +85,7 @@ class DeviceCopy {
 };
 
 KnnMethod knn_method(const std::string& name) {
-  if (name == "auto") return KnnMethod::kAuto;
-  if (name == "brute_force") return KnnMethod::kBruteForce;
-  if (name == "binned") return KnnMethod::kBinned;
-  throw Error(ErrorCode::kInvalidArgument,
-              "knn: method '" + name + "' is not one of auto, brute_force, binned");
+  return knn_method_from_name(name);
 }
 
 nb::tuple knn_py(In<float, 2> points, In<int64_t, 1> row_splits, int k, const std::string& method,

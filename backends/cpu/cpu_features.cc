@@ -92,4 +92,54 @@ const char* cpu_isa_cap() {
   return value == nullptr || value[0] == '\0' ? "avx512_bf16" : value;
 }
 
+std::string_view to_string(IsaTier tier) {
+  switch (tier) {
+    case IsaTier::kPortable:
+      return "portable";
+    case IsaTier::kAvx2:
+      return "avx2";
+    case IsaTier::kAvx512:
+      return "avx512";
+    case IsaTier::kAvx512Bf16:
+      return "avx512_bf16";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The highest tier whose instructions `f` has all of (the kernels' own checks ask the same).
+IsaTier tier_of(const CpuFeatures& f) {
+  if (!(f.avx2 && f.fma)) return IsaTier::kPortable;
+  if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return IsaTier::kAvx2;
+  return f.avx512bf16 ? IsaTier::kAvx512Bf16 : IsaTier::kAvx512;
+}
+
+}  // namespace
+
+IsaTier detected_isa_tier() {
+  static const IsaTier tier = tier_of(detected_cpu_features());
+  return tier;
+}
+
+IsaTier usable_isa_tier() {
+  static const IsaTier tier = tier_of(cpu_features());
+  return tier;
+}
+
+std::string isa_tier_unavailable(IsaTier tier) {
+  if (tier > detected_isa_tier()) {
+    switch (tier) {
+      case IsaTier::kAvx2:
+        return "this CPU lacks AVX2 + FMA";
+      case IsaTier::kAvx512:
+        return "this CPU lacks AVX-512 F/BW/VL/DQ";
+      default:
+        return "this CPU lacks AVX512-BF16";
+    }
+  }
+  if (tier > usable_isa_tier()) return std::string("capped: KAAS_MAX_CPU_ISA=") + cpu_isa_cap();
+  return {};
+}
+
 }  // namespace kaas

@@ -3,6 +3,10 @@
 // Not __builtin_cpu_supports: with the HIP runtime loaded, its exported copy of the compiler
 // runtime's __cpu_model can shadow libgcc's, whose feature bits are laid out differently.
 
+#include <cstdint>
+#include <string>
+#include <string_view>
+
 namespace kaas {
 
 struct CpuFeatures {
@@ -26,5 +30,18 @@ const CpuFeatures& detected_cpu_features();
 
 // KAAS_MAX_CPU_ISA as read (the default "avx512_bf16" when unset).
 const char* cpu_isa_cap();
+
+// The instruction-set tiers of the implementation tables (kernels/impl_table.h), lowest first;
+// their names are KAAS_MAX_CPU_ISA's values.
+enum class IsaTier : uint8_t { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
+inline constexpr IsaTier kIsaTiers[] = {IsaTier::kPortable, IsaTier::kAvx2, IsaTier::kAvx512,
+                                        IsaTier::kAvx512Bf16};
+std::string_view to_string(IsaTier tier);
+// The highest tier the CPU itself has, and the highest this process may use (the cap applied).
+IsaTier detected_isa_tier();
+IsaTier usable_isa_tier();
+// Empty when code of `tier` may run in this process; else why not: "capped: KAAS_MAX_CPU_ISA=avx2"
+// or "this CPU lacks AVX-512 F/BW/VL/DQ" (the CPU's lack is named before the cap).
+std::string isa_tier_unavailable(IsaTier tier);
 
 }  // namespace kaas

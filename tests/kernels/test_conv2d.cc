@@ -14,6 +14,7 @@
 #include "cases/conv2d_cases.h"
 #include "cases/softmax_cases.h"
 #include "kaas/backends/backend_traits.h"
+#include "kaas/backends/cpu/cpu_features.h"
 #include "tests/support/backends_under_test.h"
 #include "tests/support/device_array.h"
 #include "tests/support/kernel_cases.h"
@@ -84,22 +85,25 @@ bool is_simd(Conv2dImpl impl) {
   return impl == Conv2dImpl::kAvx2 || impl == Conv2dImpl::kAvx512;
 }
 
-std::vector<Conv2dImpl> simd_impls(const Backend& backend, const Case& c) {
-  return cases::conv_simd_impls(backend, c);
-}
-
-// The implementations to run `c` with on this backend: the portable kernel always, every CPU
-// fast path (AVX2 and AVX-512) this CPU can run where it applies.
+// The rows of conv2d's fp32 table that can run `c` on this backend (kernels/conv2d.cc decides).
 std::vector<Conv2dImpl> impls_for(const Backend& backend, const Case& c) {
-  std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
-  for (Conv2dImpl impl : simd_impls(backend, c)) impls.push_back(impl);
-  return impls;
+  return cases::conv_case_impls<float>(backend, c);
 }
 
-// What kAuto should choose for `c` (with C_out >= 8): the widest fast path, else portable.
+// The CPU fast paths among them.
+std::vector<Conv2dImpl> simd_impls(const Backend& backend, const Case& c) {
+  std::vector<Conv2dImpl> simd;
+  for (Conv2dImpl impl : impls_for(backend, c)) {
+    if (is_simd(impl)) simd.push_back(impl);
+  }
+  return simd;
+}
+
+// What kAuto should choose for `c` (with C_out >= 8): the widest fast path (the table lists it
+// first), else portable.
 Conv2dImpl widest_impl(const Backend& backend, const Case& c) {
   const std::vector<Conv2dImpl> fast = simd_impls(backend, c);
-  return fast.empty() ? Conv2dImpl::kPortable : fast.back();
+  return fast.empty() ? Conv2dImpl::kPortable : fast.front();
 }
 
 // Mirrors the portable launcher's tiling: sync() hand-overs on the emulated GPU.
@@ -637,22 +641,29 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
         conv2d(queue, x({2, 4, -6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
       },
       "conv2d: input extent[2]: expected >= 0, received -6");
+  // A fast path asked for an NCHW call: the table names the first reason it cannot run, the
+  // tier (this CPU, KAAS_MAX_CPU_ISA), the backend, then the call.
+  const auto refusal = [&](IsaTier tier, const char* name) {
+    std::string why = isa_tier_unavailable(tier);
+    if (why.empty() && !host_simd(queue.backend_id())) {
+      why = "backend " + std::string(queue.backend().name()) +
+            " runs no host SIMD code (serial, openmp and tbb do)";
+    }
+    if (why.empty()) why = "needs NHWC activations";
+    return "conv2d fp32: impl " + std::string(name) + " cannot run here: " + why;
+  };
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
                with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx2; }));
       },
-      "conv2d: impl: expected kAuto or kPortable here (kAvx2 needs the serial or openmp "
-      "backend, an AVX2+FMA CPU, NHWC, groups == 1 and channel-contiguous input and output), "
-      "received kAvx2");
+      refusal(IsaTier::kAvx2, "avx2"));
   expect_error(
       [&] {
         conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
                with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx512; }));
       },
-      "conv2d: impl: expected kAuto or kPortable here (kAvx512 needs the serial or "
-      "openmp backend, a CPU with AVX-512 F/BW/VL/DQ and FMA, NHWC, groups == 1 and "
-      "channel-contiguous input and output), received kAvx512");
+      refusal(IsaTier::kAvx512, "avx512"));
   expect_error(
       call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
       "conv2d: impl: expected kAuto, kPortable, kAvx2, kAvx512 or kAvx512Bf16, received 9");

@@ -1,0 +1,29 @@
+#include "kaas/kernels/impl_table.h"
+
+#include "kaas/backends/backend_traits.h"
+#include "kaas/kernels/detail/impl_tables.h"
+
+namespace kaas {
+
+std::string needs_host_simd(const Queue& queue) {
+  if (host_simd(queue.backend_id())) return {};
+  return "backend " + std::string(queue.backend().name()) +
+         " runs no host SIMD code (serial, openmp and tbb do)";
+}
+
+std::string row_unavailable(const ImplRowInfo& row, const Queue& queue) {
+  std::string why = isa_tier_unavailable(row.tier);
+  if (why.empty()) why = row.backend_unfit(queue);
+  return why;
+}
+
+std::vector<ImplTableInfo> impl_tables() {
+  std::vector<ImplTableInfo> tables;
+  for (auto* kernel_tables :
+       {gemm_impl_tables, conv2d_impl_tables, sparse_impl_tables, knn_impl_tables}) {
+    for (ImplTableInfo& table : kernel_tables()) tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
+}  // namespace kaas
