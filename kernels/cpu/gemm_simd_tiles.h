@@ -25,16 +25,21 @@ namespace kaas::simd::tiled {
 
 constexpr int64_t kRows = 6, kDepth = 256;
 
-// y[MR, NV vectors] += alpha * a[MR, kc] . b[kc, NV vectors]; the activation after the last K
-// block. Chained (alpha == 1): each element's chain continues from y; a compile-time choice, as
-// a runtime one made g++ keep the accumulators on the stack (13 % slower).
-template <class V, int MR, int NV, bool Chained>
-void tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* y, int64_t ldy,
-          int64_t kc, float alpha, bool last, const Epilogue& e) {
+// Where a tile's accumulators start and where they go: each element is one chain of fused
+// multiply-adds, continued exactly through memory when a K range is cut into blocks.
+enum class Start { kZero, kLoad };  // from zero, or from `from` (a chain continued)
+enum class End { kStore, kAddTo };  // stored to `to`, or to = to + alpha * sum
+
+// to[MR, NV vectors] = (from or 0) + a[MR, kc] . b[kc, NV vectors] (kStore), or
+// to += alpha * a . b (kAddTo, from zero); the activation when `last`. Compile-time modes: a
+// runtime choice made g++ keep the accumulators on the stack (13 % slower).
+template <class V, int MR, int NV, Start S, End E>
+void tile(const float* a, int64_t lda, const float* b, int64_t ldb, const float* from, int64_t ldf,
+          float* to, int64_t ldt, int64_t kc, float alpha, bool last, const Epilogue& e) {
   typename V::Reg acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v)
-      acc[r][v] = Chained ? V::load(y + r * ldy + V::kLanes * v) : V::zero();
+      acc[r][v] = S == Start::kLoad ? V::load(from + r * ldf + V::kLanes * v) : V::zero();
   for (int64_t k = 0; k < kc; ++k) {
     typename V::Reg bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = V::load(b + k * ldb + V::kLanes * v);
@@ -46,47 +51,92 @@ void tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* y, in
   const auto scale = V::broadcast(alpha);
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
-      float* p = y + r * ldy + V::kLanes * v;
-      auto out = Chained ? acc[r][v] : V::fmadd(scale, acc[r][v], V::load(p));
+      float* p = to + r * ldt + V::kLanes * v;
+      auto out = E == End::kStore ? acc[r][v] : V::fmadd(scale, acc[r][v], V::load(p));
       if (last) out = V::activate(out, e);
       V::store(p, out);
     }
   }
 }
 
-template <class V, int NV, bool Chained>
-void tile_rows(int mr, const float* a, int64_t lda, const float* b, int64_t ldb, float* y,
-               int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e) {
+template <class V, int NV, Start S, End E>
+void tile_rows(int mr, const float* a, int64_t lda, const float* b, int64_t ldb, const float* from,
+               int64_t ldf, float* to, int64_t ldt, int64_t kc, float alpha, bool last,
+               const Epilogue& e) {
   static_assert(kRows == 6, "tile_rows instantiates row counts 1..6");
   switch (mr) {
     case 1:
-      return tile<V, 1, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 1, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
     case 2:
-      return tile<V, 2, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 2, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
     case 3:
-      return tile<V, 3, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 3, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
     case 4:
-      return tile<V, 4, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 4, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
     case 5:
-      return tile<V, 5, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 5, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
     default:
-      return tile<V, 6, NV, Chained>(a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+      return tile<V, 6, NV, S, E>(a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
   }
 }
 
-// A tile of `vecs` (1..V::kTileVectors) vectors. `chain` (with alpha 1): continue y's chain;
-// else sum this K range from zero and add it to y (a K chunk: alpha 1 adds exactly).
-template <class V, int NV = V::kTileVectors>
+// A tile of `vecs` (1..V::kTileVectors) vectors in the given modes.
+template <class V, Start S, End E, int NV = V::kTileVectors>
+void tile_modes(int vecs, int mr, const float* a, int64_t lda, const float* b, int64_t ldb,
+                const float* from, int64_t ldf, float* to, int64_t ldt, int64_t kc, float alpha,
+                bool last, const Epilogue& e) {
+  if constexpr (NV > 1) {
+    if (vecs < NV)
+      return tile_modes<V, S, E, NV - 1>(vecs, mr, a, lda, b, ldb, from, ldf, to, ldt, kc, alpha,
+                                         last, e);
+  }
+  tile_rows<V, NV, S, E>(mr, a, lda, b, ldb, from, ldf, to, ldt, kc, alpha, last, e);
+}
+
+// A tile of y. `chain` (with alpha 1): continue y's chain; else sum this K range from zero and
+// add it to y (a K chunk: alpha 1 adds exactly).
+template <class V>
 void tile_vectors(int vecs, int mr, const float* a, int64_t lda, const float* b, int64_t ldb,
                   float* y, int64_t ldy, int64_t kc, float alpha, bool last, const Epilogue& e,
                   bool chain = true) {
-  if constexpr (NV > 1) {
-    if (vecs < NV)
-      return tile_vectors<V, NV - 1>(vecs, mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e, chain);
-  }
   if (chain && alpha == 1.0f)
-    return tile_rows<V, NV, true>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
-  tile_rows<V, NV, false>(mr, a, lda, b, ldb, y, ldy, kc, alpha, last, e);
+    return tile_modes<V, Start::kLoad, End::kStore>(vecs, mr, a, lda, b, ldb, y, ldy, y, ldy, kc,
+                                                    alpha, last, e);
+  tile_modes<V, Start::kZero, End::kAddTo>(vecs, mr, a, lda, b, ldb, nullptr, 0, y, ldy, kc, alpha,
+                                           last, e);
+}
+
+// One K block [s0, s0 + sc) of a K chunk longer than a block: the chunk's sum is built from zero
+// in `sum` (the tile's own [mr, vecs vectors] of an [M, N] scratch), block after block, and
+// added to y after its last block. The chain per element is the one-block chain (the partial sums
+// pass through memory exactly): the same bits, with A and B blocks that stay in L2 and L1.
+template <class V>
+void tile_chunk_block(bool first, bool final, int vecs, int mr, const float* a, int64_t lda,
+                      const float* b, int64_t ldb, float* sum, int64_t lds, float* y, int64_t ldy,
+                      int64_t sc, bool last, const Epilogue& e) {
+  if (first && final) {
+    tile_modes<V, Start::kZero, End::kAddTo>(vecs, mr, a, lda, b, ldb, nullptr, 0, y, ldy, sc, 1.0f,
+                                             last, e);
+  } else if (first) {
+    tile_modes<V, Start::kZero, End::kStore>(vecs, mr, a, lda, b, ldb, nullptr, 0, sum, lds, sc,
+                                             1.0f, false, e);
+  } else if (!final) {
+    tile_modes<V, Start::kLoad, End::kStore>(vecs, mr, a, lda, b, ldb, sum, lds, sum, lds, sc, 1.0f,
+                                             false, e);
+  } else {
+    // y + sum, as the one-block path adds it: fmadd(1, sum, y) rounds once, like y + sum.
+    tile_modes<V, Start::kLoad, End::kStore>(vecs, mr, a, lda, b, ldb, sum, lds, sum, lds, sc, 1.0f,
+                                             false, e);
+    const auto one = V::broadcast(1.0f);
+    for (int r = 0; r < mr; ++r) {
+      for (int v = 0; v < vecs; ++v) {
+        float* p = y + r * ldy + V::kLanes * v;
+        auto out = V::fmadd(one, V::load(sum + r * lds + V::kLanes * v), V::load(p));
+        if (last) out = V::activate(out, e);
+        V::store(p, out);
+      }
+    }
+  }
 }
 
 // Few rows (a batch-1 dense layer: B is megabytes, each element used once) and K in chunks: each
@@ -115,8 +165,9 @@ void gemm_few_rows_chunks(const GemmRowMajorArgs& g, int64_t chunks) {
         for (int64_t c0 = 0; c0 < g.n; c0 += pass_cols) {
           const float* b = g.b + k0 * g.ldb + c0;
           if (mr == 1 && (g.n - c0) / V::kLanes >= kRowVectors) {
-            tile<V, 1, kRowVectors, true>(g.a + k0, g.lda, b, g.ldb, chunk_sum + c0, g.n, kc, 1.0f,
-                                          false, none);
+            tile<V, 1, kRowVectors, Start::kLoad, End::kStore>(g.a + k0, g.lda, b, g.ldb,
+                                                               chunk_sum + c0, g.n, chunk_sum + c0,
+                                                               g.n, kc, 1.0f, false, none);
             continue;
           }
           for (int64_t c = 0; c < pass_cols && c < g.n - c0; c += cols)
@@ -159,26 +210,42 @@ void gemm(const GemmRowMajorArgs& g) {
   const int team = host::team_size(g.threads);
   if (chunked && row_blocks == 1 && team > 1 && chunks >= 2 * team)
     return gemm_few_rows_chunks<V>(g, chunks);
+  // A chunk longer than a block is walked in blocks (tile_chunk_block), its partial sums in a
+  // scratch [M, N] of the caller's thread, each member writing only its own tiles.
+  const bool blocked = chunked && g.k_chunk > kDepth;
+  thread_local std::vector<float> chunk_scratch;
+  if (blocked) chunk_scratch.resize(size_t(g.m * g.n));
+  float* const scratch = chunk_scratch.data();
   host::run_team(g.threads, tiles > 1, [&](host::TeamMember& member) {
     const auto [first, end] = member.share(tiles);
-    // A chunk is one block: each tile sums it from zero in registers and adds the sum to y (its
-    // B rows, a conv row's K for the first dense layer, stay in the L2 across the row blocks).
+    // A chunk is summed from zero and added to y (its B rows, a conv row's K for the first dense
+    // layer, stay in the L2 across the row blocks).
     const int64_t depth = chunked ? g.k_chunk : kDepth;
     for (int64_t k0 = 0; k0 < g.k || (k0 == 0 && g.k == 0); k0 += depth) {
       const int64_t kc = std::min(depth, g.k - k0);
       const bool last = k0 + depth >= g.k;
-      for (int64_t tile_index = first; tile_index < end; ++tile_index) {
-        const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
-        const int64_t r0 = block * kRows, c0 = panel * cols;
-        const int mr = int(std::min(kRows, g.m - r0));
-        const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
-        const float* b = g.b_packed != nullptr
-                             ? g.b_packed + c0 / kPanelColumns * g.b_panel_stride +
-                                   k0 * kPanelColumns + c0 % kPanelColumns
-                             : g.b + k0 * g.ldb + c0;
-        const int64_t ldb = g.b_packed != nullptr ? kPanelColumns : g.ldb;
-        tile_vectors<V>(vecs, mr, g.a + r0 * g.lda + k0, g.lda, b, ldb, g.y + r0 * g.ldy + c0,
-                        g.ldy, kc, g.alpha, last, g.epilogue, !chunked);
+      for (int64_t s0 = 0; s0 < kc || s0 == 0; s0 += kDepth) {
+        const int64_t sc = blocked ? std::min(kDepth, kc - s0) : kc;
+        for (int64_t tile_index = first; tile_index < end; ++tile_index) {
+          const int64_t panel = tile_index / row_blocks, block = tile_index % row_blocks;
+          const int64_t r0 = block * kRows, c0 = panel * cols, k = k0 + s0;
+          const int mr = int(std::min(kRows, g.m - r0));
+          const int vecs = int(std::min<int64_t>(V::kTileVectors, (g.n - c0) / V::kLanes));
+          const float* b = g.b_packed != nullptr
+                               ? g.b_packed + c0 / kPanelColumns * g.b_panel_stride +
+                                     k * kPanelColumns + c0 % kPanelColumns
+                               : g.b + k * g.ldb + c0;
+          const int64_t ldb = g.b_packed != nullptr ? kPanelColumns : g.ldb;
+          if (blocked) {
+            tile_chunk_block<V>(s0 == 0, s0 + kDepth >= kc, vecs, mr, g.a + r0 * g.lda + k, g.lda,
+                                b, ldb, scratch + r0 * g.n + c0, g.n, g.y + r0 * g.ldy + c0, g.ldy,
+                                sc, last, g.epilogue);
+          } else {
+            tile_vectors<V>(vecs, mr, g.a + r0 * g.lda + k, g.lda, b, ldb, g.y + r0 * g.ldy + c0,
+                            g.ldy, sc, g.alpha, last, g.epilogue, !chunked);
+          }
+        }
+        if (!blocked) break;
       }
       if (g.k == 0) break;
     }
