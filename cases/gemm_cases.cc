@@ -63,35 +63,6 @@ void gemm_reference(const GemmCase& c, const GemmInputs& in, std::vector<double>
   }
 }
 
-std::string_view gemm_impl_name(GemmImpl impl) {
-  switch (impl) {
-    case GemmImpl::kAuto:
-      return "auto";
-    case GemmImpl::kPortable:
-      return "portable";
-    case GemmImpl::kVendor:
-      return "vendor";
-    case GemmImpl::kAvx512:
-      return "avx512";
-    case GemmImpl::kAvx2:
-      return "avx2";
-    case GemmImpl::kAvx512Bf16:
-      return "avx512_bf16";
-  }
-  return "unknown";
-}
-
-GemmImpl gemm_impl_from_name(std::string_view name) {
-  for (GemmImpl impl : {GemmImpl::kAuto, GemmImpl::kPortable, GemmImpl::kVendor, GemmImpl::kAvx512,
-                        GemmImpl::kAvx2, GemmImpl::kAvx512Bf16}) {
-    if (gemm_impl_name(impl) == name) return impl;
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "gemm case: impl: expected auto, portable, vendor, avx512, "
-              "avx2 or avx512_bf16, received " +
-                  std::string(name));
-}
-
 std::vector<GemmImpl> gemm_case_impls(const Queue& queue, const GemmCase& c) {
   const float* none = nullptr;
   const auto a = c.trans_a ? make_view<2>(none, {c.k, c.m}) : make_view<2>(none, {c.m, c.k});

@@ -32,8 +32,6 @@ GemmInputs gemm_inputs(const GemmCase& c);
 void gemm_reference(const GemmCase& c, const GemmInputs& in, std::vector<double>& expected,
                     std::vector<double>& tolerance);
 
-std::string_view gemm_impl_name(GemmImpl impl);
-GemmImpl gemm_impl_from_name(std::string_view name);  // throws kInvalidArgument
 // The rows of the fp32 gemm table (kernels/gemm.cc) that can run `c` on `queue`, in the table's
 // preference order (kAuto not listed): tier, backend and operand layout as gemm() decides them.
 std::vector<GemmImpl> gemm_case_impls(const Queue& queue, const GemmCase& c);

@@ -539,6 +539,22 @@ std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
   return reduced_table<fp16, fp16>().runnable(reduced_call(queue, a, b, y, params));
 }
 
+std::string_view gemm_impl_name(GemmImpl impl) {
+  if (impl == GemmImpl::kAuto) return "auto";
+  if (const auto* row = fp32_table().find(impl)) return row->name;
+  if (const auto* row = reduced_table<bf16, float>().find(impl)) return row->name;
+  return "unknown";
+}
+
+GemmImpl gemm_impl_from_name(std::string_view name) {
+  if (name == "auto") return GemmImpl::kAuto;
+  if (const auto* row = fp32_table().find(name)) return row->impl;
+  if (const auto* row = reduced_table<bf16, float>().find(name)) return row->impl;
+  throw Error(ErrorCode::kInvalidArgument, "gemm: impl '" + escape_for_message(name, 64) +
+                                               "': expected auto, " + fp32_table().names() +
+                                               " or avx512_bf16");
+}
+
 std::vector<ImplTableInfo> gemm_impl_tables() {
   return {fp32_table().info(), reduced_table<bf16, float>().info(),
           reduced_table<fp16, float>().info()};

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kaas/backends/dispatch.h"
@@ -139,6 +140,10 @@ std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
 std::vector<std::string> gemm_impls_for(const Queue& queue, View2<const fp16> a,
                                         View2<const fp16> b, View2<fp16> y,
                                         const GemmParams& params);
+// The implementations' names, from the tables ("auto", "portable", "vendor", "avx512", "avx2",
+// "avx512_bf16").
+std::string_view gemm_impl_name(GemmImpl impl);
+GemmImpl gemm_impl_from_name(std::string_view name);  // throws kInvalidArgument
 // Empty when fp32 `impl` can run these operands here; else why not (the planner's question).
 std::string gemm_unavailable(const Queue& queue, GemmImpl impl, View2<const float> a,
                              View2<const float> b, View2<float> y, const GemmParams& params);

@@ -26,4 +26,15 @@ std::vector<ImplTableInfo> impl_tables() {
   return tables;
 }
 
+IsaTier impl_row_tier(std::string_view choice, std::string_view name) {
+  for (const ImplTableInfo& table : impl_tables()) {
+    if (table.choice != choice) continue;
+    for (const ImplRowInfo& row : table.rows) {
+      if (row.name == name) return row.tier;
+    }
+  }
+  throw Error(ErrorCode::kInvalidArgument, "implementation tables: no row '" + std::string(name) +
+                                               "' in table '" + std::string(choice) + "'");
+}
+
 }  // namespace kaas

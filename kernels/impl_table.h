@@ -152,8 +152,11 @@ class ImplTable {
   std::span<const Row> rows_;
 };
 
-// Every table of the kernels library (kernels/impl_tables.cc), for the coverage test, kaas-info
+// Every table of the kernels library (kernels/impl_table.cc), for the coverage test, kaas-info
 // and the docs.
 std::vector<ImplTableInfo> impl_tables();
+// The tier of row `name` of table `choice` ("gemm fp32", ...); kInvalidArgument for an unknown
+// table or row.
+IsaTier impl_row_tier(std::string_view choice, std::string_view name);
 
 }  // namespace kaas

@@ -18,6 +18,7 @@
 #include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/convert.h"
 #include "kaas/kernels/gemm.h"
+#include "kaas/kernels/impl_table.h"
 #include "kaas/kernels/planner.h"
 #include "kaas/models/onnx_fused.h"
 #include "kaas/models/onnx_graph.h"
@@ -532,16 +533,44 @@ class OnnxModel final : public OnnxDeviceModel {
       std::string name;
     };
     std::vector<Kernels> impls;
+    // The first layer's candidates are the rows of gemm's table (kernels/gemm.cc) with a SIMD
+    // tier that can run this product here (the tiles, which take K chunks and packed panels).
+    const int64_t k1 = max_shapes_[dense1.inputs[0]][1];
+    const auto tiles = [&](const std::vector<std::string>& rows, std::string_view choice) {
+      std::vector<GemmImpl> out;
+      for (const std::string& row : rows) {
+        if (impl_row_tier(choice, row) != IsaTier::kPortable)
+          out.push_back(gemm_impl_from_name(row));
+      }
+      return out;
+    };
     if (options_.precision == Precision::kFp32) {
-      if (gemm_avx512_available() && n1 % 16 == 0)
-        impls.push_back({GemmImpl::kAvx512, Conv2dImpl::kAuto, "avx512"});
-      if (gemm_avx2_available() && n1 % 8 == 0)
-        impls.push_back({GemmImpl::kAvx2, Conv2dImpl::kAuto, "avx2"});
+      // op(W1) runs packed in panels, row-major whatever its spelling.
+      const float* none = nullptr;
+      GemmParams params;
+      params.rows_independent = true;
+      for (GemmImpl impl : tiles(
+               gemm_impls_for(queue_, make_view<2>(none, {batch, k1}), make_view<2>(none, {k1, n1}),
+                              make_view<2>(static_cast<float*>(nullptr), {batch, n1}), params),
+               "gemm fp32"))
+        impls.push_back({impl, Conv2dImpl::kAuto, impl == GemmImpl::kAvx512 ? "avx512" : "avx2"});
     } else {
-      if (gemm_avx512_available() && n1 % 16 == 0 && !trans_b)
-        impls.push_back({GemmImpl::kAvx512, Conv2dImpl::kAuto, "avx512 widened"});
+      const bf16* none = nullptr;
+      GemmParams params;
+      params.trans_b = trans_b;
       const auto* bf16_layers = std::get_if<ReducedLayers<bf16>>(&reduced_);
-      if (bf16_layers != nullptr && bf16_layers->dense1_packed.pairs != nullptr) {
+      if (bf16_layers != nullptr && bf16_layers->dense1_packed.pairs != nullptr)
+        params.packed_b = &bf16_layers->dense1_packed;
+      const auto w1 = trans_b ? make_view<2>(none, {n1, k1}) : make_view<2>(none, {k1, n1});
+      // Widened tiles (fp16 too: the same row-major condition), then vdpbf16ps (bf16, packed).
+      for (GemmImpl impl :
+           tiles(gemm_impls_for(queue_, make_view<2>(none, {batch, k1}), w1,
+                                make_view<2>(static_cast<float*>(nullptr), {batch, n1}), params),
+                 "gemm bf16")) {
+        if (impl == GemmImpl::kAvx512) {
+          impls.push_back({GemmImpl::kAvx512, Conv2dImpl::kAuto, "avx512 widened"});
+          continue;
+        }
         impls.push_back({GemmImpl::kAvx512Bf16, Conv2dImpl::kAuto, "avx512_bf16 vdpbf16ps"});
         // The conv on vdpbf16ps too (a 5x5 single-channel kernel: 15 pair steps, not 25 FMAs).
         if (conv2d_avx512_bf16_available())

@@ -159,7 +159,7 @@ TEST_P(GemmTest, IntegerValuedInputsAreBitExact) {
     check_case(queue, row_major, impl, impl == GemmImpl::kPortable ? 128 : 0, true);
     if (is_simd(impl)) {
       // Transposed operands do not fit the CPU fast paths: a clear error, never a wrong result.
-      const std::string name = "impl " + std::string(cases::gemm_impl_name(impl)) +
+      const std::string name = "impl " + std::string(gemm_impl_name(impl)) +
                                " cannot run here: op(A), op(B) and Y need unit column strides";
       try {
         check_case(queue, {257, 40, 3, true, true, CKind::kFull, {}, 2.0f, -1.0f}, impl, 0, true);
