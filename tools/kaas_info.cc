@@ -5,8 +5,10 @@
 #include <string>
 
 #include "kaas/backends/backend.h"
+#include "kaas/backends/cpu/cpu_features.h"
 #include "kaas/build_config.h"
 #include "kaas/common/error.h"
+#include "kaas/kernels/impl_table.h"
 #include "tools/self_check.h"
 
 namespace {
@@ -63,18 +65,43 @@ int print_self_check(const std::string& only) {
   return failures;
 }
 
+// Every implementation table (kernels/impl_table.h): each row on each available backend, "yes" or
+// why not (the instruction-set tier, capped or lacking, or the backend). A call's own shape can
+// still rule a row out; the kernels' errors say so.
+void print_impl_tables() {
+  std::printf("\nimplementation tables (tier cap KAAS_MAX_CPU_ISA=%s, usable tier %s)\n",
+              kaas::cpu_isa_cap(), std::string(kaas::to_string(kaas::usable_isa_tier())).c_str());
+  for (const kaas::ImplTableInfo& table : kaas::impl_tables()) {
+    std::printf("%s\n", std::string(table.choice).c_str());
+    for (const kaas::ImplRowInfo& row : table.rows) {
+      std::printf("  %-12s tier %-11s bits: %s\n", std::string(row.name).c_str(),
+                  std::string(kaas::to_string(row.tier)).c_str(), std::string(row.bits).c_str());
+      for (const kaas::Backend* backend : kaas::compiled_backends()) {
+        if (!backend->available()) continue;
+        const std::string why = kaas::row_unavailable(row, kaas::Queue(*backend));
+        std::printf("    %-8s %s\n", std::string(backend->name()).c_str(),
+                    why.empty() ? "yes" : why.c_str());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kaas-info: compiled backends, their devices, and a self-check of every kernel"};
   bool self_check = false;
+  bool impl_tables = false;
   std::string backend;
   app.add_flag("--self-check", self_check, "run every kernel on every available backend");
+  app.add_flag("--impl-tables", impl_tables,
+               "list every implementation table's rows and where each can run");
   app.add_option("--backend", backend, "restrict the self-check to one backend");
   CLI11_PARSE(app, argc, argv);
   try {
     if (!backend.empty()) (void)kaas::find_backend(backend);
     print_backends();
+    if (impl_tables) print_impl_tables();
     if (self_check && print_self_check(backend) != 0) return 1;
   } catch (const kaas::Error& e) {
     std::fprintf(stderr, "kaas-info: %s\n", e.what());

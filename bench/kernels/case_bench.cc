@@ -5,6 +5,7 @@
 
 #include "bench/counters.h"
 #include "cases/registry.h"
+#include "kaas/backends/backend_traits.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -37,7 +38,8 @@ void run_case(benchmark::State& state, const Backend* backend, const cases::Case
         benchmark::Counter(c.items, benchmark::Counter::kIsIterationInvariantRate);
   }
 #if defined(_OPENMP)
-  if (backend->id() == BackendId::kOpenmp) state.counters["threads"] = omp_get_max_threads();
+  if (traits_of(backend->id()).threads == HostThreads::kOpenmp)
+    state.counters["threads"] = omp_get_max_threads();
 #endif
   const std::string label = instance->label();
   if (!label.empty()) state.SetLabel(label);

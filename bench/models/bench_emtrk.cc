@@ -380,8 +380,10 @@ class OneDnnEmTrk {
 double onednn_vs_kaas(OneDnnEmTrk& onednn, const models::HostTensor& patches, int64_t batch) {
   const Backend* backend = nullptr;
   for (const Backend* b : compiled_backends()) {
-    if (b->available() && (b->id() == BackendId::kOpenmp || b->id() == BackendId::kSerial) &&
-        (backend == nullptr || b->id() == BackendId::kOpenmp)) {
+    // A host backend, the one on OpenMP threads (oneDNN's own) first.
+    const BackendTraits traits = traits_of(b->id());
+    if (b->available() && traits.host_simd &&
+        (backend == nullptr || traits.threads == HostThreads::kOpenmp)) {
       backend = b;
     }
   }
