@@ -278,6 +278,14 @@ class OnnxModel final : public OnnxDeviceModel {
       for (int v : {softmax.output, head_b.output})
         storage_of_[v] = new_storage(element_count(max_shapes_[v]));
     }
+    const int64_t tile = plan_fused_layers();
+    plan_fused_execution(tile);
+    plan_sparse();
+  }
+
+  // The fused plan's buffers (its slab sized by the batch tile and the slab budget, the first
+  // layer's packed weights) and its plan lines. Returns the batch tile.
+  int64_t plan_fused_layers() {
     const int64_t tile =
         std::min<int64_t>(std::max<int64_t>(max_batch_, 1), options_.fused_batch_tile);
     options_.fused_batch_tile = tile;
@@ -320,8 +328,7 @@ class OnnxModel final : public OnnxDeviceModel {
                     std::to_string(rows) + " output rows x " + std::to_string(tile) +
                     " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
                     "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
-    plan_fused_execution(tile);
-    plan_sparse();
+    return tile;
   }
 
   // The sparse execution beside the fused plan (fp32): built unless the options say dense;
@@ -517,24 +524,18 @@ class OnnxModel final : public OnnxDeviceModel {
     last_run_sparse_rows_ = int64_t(ns);
   }
 
-  // The planner's candidates for the fused plan on the CPU backends: thread split x first-layer
-  // GEMM, today's fixed rule (kernel split, kAuto's GEMM) first. Each is timed on `batch` rows
-  // of the real shapes; the outputs are the same bits for every split and for the fp32 GEMMs
-  // (one FMA chain per element in either vector width); the bf16 kernels round differently
-  // (vdpbf16ps multiplies pairs), so the choice is made once, at load, for every batch.
-  void plan_fused_execution(int64_t batch) {
-    if (!host_simd(queue_.backend_id())) return;
+  struct FusedKernels {
+    GemmImpl dense1;
+    Conv2dImpl conv;
+    std::string name;
+  };
+
+  // The first-layer (and conv) kernels the fused plan may run: the rows of gemm's table
+  // (kernels/gemm.cc) with a SIMD tier that can run this product here (the tiles, which take K
+  // chunks and packed panels); for bf16 also the conv on vdpbf16ps.
+  std::vector<FusedKernels> fused_kernel_candidates(int64_t batch, int64_t n1, bool trans_b) {
     const Op& dense1 = graph_.ops[fused_->dense1];
-    const int64_t n1 = max_shapes_[dense1.output][1];
-    const bool trans_b = dense1.attr<GemmParams>().trans_b;
-    struct Kernels {
-      GemmImpl dense1;
-      Conv2dImpl conv;
-      std::string name;
-    };
-    std::vector<Kernels> impls;
-    // The first layer's candidates are the rows of gemm's table (kernels/gemm.cc) with a SIMD
-    // tier that can run this product here (the tiles, which take K chunks and packed panels).
+    std::vector<FusedKernels> impls;
     const int64_t k1 = max_shapes_[dense1.inputs[0]][1];
     const auto tiles = [&](const std::vector<std::string>& rows, std::string_view choice) {
       std::vector<GemmImpl> out;
@@ -553,7 +554,7 @@ class OnnxModel final : public OnnxDeviceModel {
                gemm_impls_for(queue_, make_view<2>(none, {batch, k1}), make_view<2>(none, {k1, n1}),
                               make_view<2>(static_cast<float*>(nullptr), {batch, n1}), params),
                "gemm fp32"))
-        impls.push_back({impl, Conv2dImpl::kAuto, impl == GemmImpl::kAvx512 ? "avx512" : "avx2"});
+        impls.push_back({impl, Conv2dImpl::kAuto, std::string(gemm_impl_name(impl))});
     } else {
       const bf16* none = nullptr;
       GemmParams params;
@@ -578,6 +579,20 @@ class OnnxModel final : public OnnxDeviceModel {
                            "avx512_bf16 vdpbf16ps conv and dense"});
       }
     }
+    return impls;
+  }
+
+  // The planner's candidates for the fused plan on the CPU backends: thread split x first-layer
+  // GEMM, today's fixed rule (kernel split, kAuto's GEMM) first. Each is timed on `batch` rows
+  // of the real shapes; the outputs are the same bits for every split and for the fp32 GEMMs
+  // (one FMA chain per element in either vector width); the bf16 kernels round differently
+  // (vdpbf16ps multiplies pairs), so the choice is made once, at load, for every batch.
+  void plan_fused_execution(int64_t batch) {
+    if (!host_simd(queue_.backend_id())) return;
+    const Op& dense1 = graph_.ops[fused_->dense1];
+    const int64_t n1 = max_shapes_[dense1.output][1];
+    const bool trans_b = dense1.attr<GemmParams>().trans_b;
+    std::vector<FusedKernels> impls = fused_kernel_candidates(batch, n1, trans_b);
     if (impls.empty()) impls.push_back({GemmImpl::kAuto, Conv2dImpl::kAuto, "auto"});
     const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
     if (options_.precision != Precision::kFp32 && impls.size() > 1 &&
@@ -587,9 +602,9 @@ class OnnxModel final : public OnnxDeviceModel {
     const int threads = conv_dense_heads_batch_threads(queue_);
     if (threads > 1 && batch >= threads) splits.push_back(ConvDenseHeadsSplit::kBatch);
     std::vector<planner::Candidate> candidates;
-    std::vector<std::pair<ConvDenseHeadsSplit, Kernels>> choices;
+    std::vector<std::pair<ConvDenseHeadsSplit, FusedKernels>> choices;
     for (const auto split : splits) {
-      for (const Kernels& k : impls) {
+      for (const FusedKernels& k : impls) {
         choices.emplace_back(split, k);
         candidates.push_back(
             {std::string(to_string(split)) + " split, " + k.name, [this, split, k, batch] {
@@ -695,11 +710,10 @@ class OnnxModel final : public OnnxDeviceModel {
   // which one runs is a decision of the model, not of this process, batch or thread count: made
   // once on the kernel split, under a point without backend, threads or batch, and kept in the
   // model's plan file (docs/reproducibility.md). The split is chosen per process after it.
-  template <class Kernels>
-  Kernels choose_reduced_kernels(const std::vector<Kernels>& impls, int64_t batch) {
+  FusedKernels choose_reduced_kernels(const std::vector<FusedKernels>& impls, int64_t batch) {
     copy_trial_input();
     std::vector<planner::Candidate> candidates;
-    for (const Kernels& k : impls) {
+    for (const FusedKernels& k : impls) {
       candidates.push_back({k.name, [this, k, batch] {
                               fused_split_ = ConvDenseHeadsSplit::kKernels;
                               fused_impl_ = k.dense1;
