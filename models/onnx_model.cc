@@ -25,6 +25,7 @@
 #include "kaas/models/onnx_ops/op_def.h"
 #include "kaas/models/onnx_reduced_ops.h"
 #include "kaas/models/onnx_sparse.h"
+#include "kaas/models/plan_log.h"
 
 namespace kaas::models {
 
@@ -84,7 +85,7 @@ class OnnxModel final : public OnnxDeviceModel {
 
   const std::string& name() const override { return name_; }
   const ModelSignature& signature() const override { return signature_; }
-  std::vector<std::string> describe() const override { return plan_; }
+  std::vector<std::string> describe() const override { return log_.lines(); }
 
   const Queue& queue() const override { return queue_; }
   float* device_input(size_t index) override { return data(graph_.inputs.at(index)); }
@@ -227,12 +228,13 @@ class OnnxModel final : public OnnxDeviceModel {
     }
     for (const Op& op : graph_.ops) {
       const Shape& out = max_shapes_[op.output];
-      plan_.push_back(op.op_type + " " + op.node + " -> " + shape_string(out));
+      log_.graph.push_back(op.op_type + " " + op.node + " -> " + shape_string(out));
     }
   }
 
   void choose_plan() {
-    plan_ = graph_.log;
+    log_ = {};
+    log_.graph = graph_.log;
     std::string why_not;
     if (auto match = onnx_import::match_conv_dense_heads(graph_, why_not)) {
       // The first dense layer sums K per conv output row in every plan: the fused plan's slab
@@ -248,14 +250,14 @@ class OnnxModel final : public OnnxDeviceModel {
     if (!fused_) {
       plan_unfused();
       if (options_.precision == Precision::kFp32) {
-        plan_.push_back("precision fp32: every op");
+        log_.precision.push_back("precision fp32: every op");
       } else {
         reduced_ops_ = std::make_unique<onnx_import::ReducedOps>(queue_, graph_, max_shapes_,
                                                                  options_.precision);
-        plan_.insert(plan_.end(), reduced_ops_->plan().begin(), reduced_ops_->plan().end());
+        log_.precision = reduced_ops_->plan();
       }
-      plan_.push_back(options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
-                                                        : "plan: unfused (" + why_not + ")");
+      log_.summary = options_.fused == FusedPlan::kOff ? "plan: unfused (fused plan disabled)"
+                                                       : "plan: unfused (" + why_not + ")";
       return;
     }
     // fp32 on a CPU backend, measuring: the unfused plan is a candidate too, so its buffers are
@@ -267,12 +269,12 @@ class OnnxModel final : public OnnxDeviceModel {
     const Op& softmax = graph_.ops[fused_->softmax];
     const Op& head_b = graph_.ops[fused_->head_b];
     if (unfused_candidate_) {
-      const size_t plan_lines = plan_.size();
+      const size_t graph_lines = log_.graph.size();
       plan_unfused();
-      // Its op lines are printed only if it is chosen.
-      unfused_plan_lines_.assign(plan_.begin() + std::ptrdiff_t(plan_lines), plan_.end());
-      plan_.resize(plan_lines);
-      fused_plan_start_ = plan_lines;
+      // Its op lines are logged only if it is chosen.
+      unfused_plan_lines_.assign(log_.graph.begin() + std::ptrdiff_t(graph_lines),
+                                 log_.graph.end());
+      log_.graph.resize(graph_lines);
     } else {
       for (int id : graph_.inputs) storage_of_[id] = new_storage(element_count(max_shapes_[id]));
       for (int v : {softmax.output, head_b.output})
@@ -317,17 +319,18 @@ class OnnxModel final : public OnnxDeviceModel {
                        max_shapes_[graph_.ops[fused_->dense1].output][1]));
     const std::string p(to_string(options_.precision));
     const std::string reduced = p + " weights and activations, fp32 accumulation and bias";
-    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->conv].node + " (Conv) " +
-                    (p == "fp32" ? std::string("fp32") : reduced));
-    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->dense1].node + " (Gemm) " +
-                    (p == "fp32" ? std::string("fp32") : reduced) + ", gemm " + dense1_impl);
-    plan_.push_back("precision " + p + ": " + graph_.ops[fused_->dense2].node + ", " +
-                    graph_.ops[fused_->head_a].node + ", " + graph_.ops[fused_->head_b].node +
-                    " fp32 (their outputs fp32)");
-    plan_.push_back("plan: fused conv-dense-heads: " + graph_.ops[fused_->conv].op_type + " " +
-                    std::to_string(rows) + " output rows x " + std::to_string(tile) +
-                    " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node +
-                    "; " + graph_.ops[fused_->dense2].node + " and both heads in one kernel");
+    log_.precision.push_back("precision " + p + ": " + graph_.ops[fused_->conv].node + " (Conv) " +
+                             (p == "fp32" ? std::string("fp32") : reduced));
+    log_.precision.push_back("precision " + p + ": " + graph_.ops[fused_->dense1].node +
+                             " (Gemm) " + (p == "fp32" ? std::string("fp32") : reduced) +
+                             ", gemm " + dense1_impl);
+    log_.precision.push_back("precision " + p + ": " + graph_.ops[fused_->dense2].node + ", " +
+                             graph_.ops[fused_->head_a].node + ", " +
+                             graph_.ops[fused_->head_b].node + " fp32 (their outputs fp32)");
+    log_.summary = "plan: fused conv-dense-heads: " + graph_.ops[fused_->conv].op_type + " " +
+                   std::to_string(rows) + " output rows x " + std::to_string(tile) +
+                   " patches per slab, accumulated into " + graph_.ops[fused_->dense1].node + "; " +
+                   graph_.ops[fused_->dense2].node + " and both heads in one kernel";
     return tile;
   }
 
@@ -342,8 +345,7 @@ class OnnxModel final : public OnnxDeviceModel {
     sparse_dense1_ = make_device_buffer<float>(
         queue_, size_t(batch * max_shapes_[graph_.ops[fused_->dense1].output][1]));
     sparse_->network().weights_digest = sparse_weights_digest();
-    const auto before_summary = plan_.end() - 1;
-    plan_.insert(before_summary, sparse_->describe());
+    log_.decisions.push_back(sparse_->describe());
     std::string rule;
     const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
     if (options_.sparse == SparsePlan::kSparse) {
@@ -353,7 +355,7 @@ class OnnxModel final : public OnnxDeviceModel {
     } else {
       rule = measure_sparse(batch);
     }
-    plan_.insert(plan_.end() - 1, rule);
+    log_.decisions.push_back(rule);
   }
 
   static constexpr int64_t kSparseTrialRows = 64;
@@ -635,14 +637,13 @@ class OnnxModel final : public OnnxDeviceModel {
     const planner::Decision d = options_.fused_candidate.empty()
                                     ? planner::choose(point, candidates, mode)
                                     : pinned(candidates, options_.fused_candidate);
-    // Before the closing "plan:" line, which callers read as the plan's summary.
-    plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
+    log_.decisions.push_back("planner: " + d.describe(point));
     if (d.chosen < choices.size()) {
       fused_split_ = choices[d.chosen].first;
       fused_impl_ = choices[d.chosen].second.dense1;
       fused_conv_impl_ = choices[d.chosen].second.conv;
       if (fused_split_ == ConvDenseHeadsSplit::kBatch && options_.fused_candidate.empty())
-        plan_[plan_.size() - 2] += plan_batch_split_threshold(point, batch, mode);
+        log_.extend_last_decision(plan_batch_split_threshold(point, batch, mode));
       release_unfused_buffers();
       return;
     }
@@ -652,12 +653,9 @@ class OnnxModel final : public OnnxDeviceModel {
     fused_dense1_panels_ = {};
     std::vector<float>().swap(fused_dense1_panel_values_);
     // The log describes what runs: the unfused ops instead of the fused plan's layers.
-    const std::string planner_line = plan_[plan_.size() - 2];
-    plan_.resize(fused_plan_start_);
-    plan_.insert(plan_.end(), unfused_plan_lines_.begin(), unfused_plan_lines_.end());
-    plan_.push_back("precision fp32: every op");
-    plan_.push_back(planner_line);
-    plan_.push_back("plan: unfused (measured faster than the fused conv-dense-heads plan)");
+    log_.graph.insert(log_.graph.end(), unfused_plan_lines_.begin(), unfused_plan_lines_.end());
+    log_.precision = {"precision fp32: every op"};
+    log_.summary = "plan: unfused (measured faster than the fused conv-dense-heads plan)";
   }
 
   // The batch split, chosen at the planning batch, can lose to the kernels split on the smaller
@@ -729,7 +727,7 @@ class OnnxModel final : public OnnxDeviceModel {
                               " weights " + std::to_string(sparse_weights_digest());
     const planner::Decision d =
         planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
-    plan_.insert(plan_.end() - 1, "planner: " + d.describe(point));
+    log_.decisions.push_back("planner: " + d.describe(point));
     return impls[d.chosen];
   }
 
@@ -888,7 +886,7 @@ class OnnxModel final : public OnnxDeviceModel {
   std::vector<Shape> max_shapes_;
   std::vector<Shape> shapes_;  // of the last run_device()
   ModelSignature signature_;
-  std::vector<std::string> plan_;
+  PlanLog log_;
   std::vector<DeviceBuffer<float>> storages_;
   std::vector<int> storage_of_;
   std::optional<onnx_import::ConvDenseHeads> fused_;
@@ -901,7 +899,6 @@ class OnnxModel final : public OnnxDeviceModel {
   bool unfused_candidate_ = false;  // the planner measures the unfused plan beside the fused one
   bool run_unfused_ = false;        // chosen (or being measured)
   std::vector<std::string> unfused_plan_lines_;  // its op lines, logged if it is chosen
-  size_t fused_plan_start_ = 0;                  // where the fused plan's own lines begin
   GemmImpl fused_impl_ = GemmImpl::kAuto;
   Conv2dImpl fused_conv_impl_ = Conv2dImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
