@@ -225,8 +225,13 @@ class Service final : public inference::GRPCInferenceService::Service {
     void OnCancel() override {
       (void)published_.load(std::memory_order_acquire);
       abandoned->store(true);
+      cancelled_.store(true, std::memory_order_release);
     }
+    // gRPC calls OnDone after OnCancel, possibly on another of its threads: the acquire of
+    // cancelled_ states that order, so the flag's last owner (this call's reference or the
+    // scheduler's) frees it after OnCancel's store.
     void OnDone() override {
+      (void)cancelled_.load(std::memory_order_acquire);
       (void)answered_.load(std::memory_order_acquire);
       delete this;
     }
@@ -249,7 +254,7 @@ class Service final : public inference::GRPCInferenceService::Service {
     int64_t model_version = 0;
 
    private:
-    std::atomic<bool> published_{false}, answered_{false};
+    std::atomic<bool> published_{false}, answered_{false}, cancelled_{false};
     std::atomic<int64_t>& answering_;
   };
 
