@@ -54,6 +54,8 @@ def run_row(binary, name, min_time, env):
     if not rows:
         sys.exit(f"no benchmark named {name} in {binary}")
     row = rows[0]
+    if row.get("error_occurred"):  # a peer whose package is missing: skipped, with its reason
+        return None, row.get("error_message", "skipped")
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[row["time_unit"]]
     return row["real_time"] * scale, row.get("label", "")
 
@@ -88,7 +90,8 @@ def main():
             times[label].append(ms)
             labels[label] = text
         print(f"round {round_index + 1}: " +
-              ", ".join(f"{label} {times[label][-1]:.3f} ms" for label, _, _ in rows), flush=True)
+              ", ".join(f"{label} {'skipped' if times[label][-1] is None else f'{times[label][-1]:.3f} ms'}"
+                        for label, _, _ in rows), flush=True)
 
     reference = rows[0][0]
     lines = [f"CPU: {cpu_description()}; tier: {args.tier or 'all the CPU has'} "
@@ -97,6 +100,9 @@ def main():
              "", f"| row | benchmark | median ms | min ms | ratio to {reference} (median of rounds) "
              "| ratio range |", "|---|---|---:|---:|---:|---|"]
     for label, name, _ in rows:
+        if None in times[label] or None in times[reference]:
+            lines.append(f"| {label} | `{name}` | skipped: {labels[label][:120]} | | | |")
+            continue
         ratios = [t / r for t, r in zip(times[label], times[reference])]
         ratio = "" if label == reference else f"{statistics.median(ratios):.2f}"
         spread = "" if label == reference else f"{min(ratios):.2f}-{max(ratios):.2f}"

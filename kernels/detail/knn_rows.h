@@ -115,6 +115,7 @@ struct HeapRow {
   }
   // Moves slot `pos` down the sorted list to its place among slots [0, pos].
   KAAS_DEVICE void insert_down(int pos) const {
+    if (dist_stride == 1 && index_stride == 1) return insert_down_dense(dist, index, pos);
     const float pd = d(pos);
     const int32_t pi = i(pos);
     const uint64_t pk = order_key(pd, pi);
@@ -124,6 +125,21 @@ struct HeapRow {
     }
     d(pos) = pd;
     i(pos) = pi;
+  }
+  // insert_down on unit strides (every output row kaas allocates): plain pointers, and the
+  // key compared as (distance, then index), which orders as order_key does for the distances
+  // here (non-negative, no NaN).
+  KAAS_DEVICE static void insert_down_dense(float* dist, int32_t* index, int pos) {
+    const float pd = dist[pos];
+    const int32_t pi = index[pos];
+    for (; pos > 0; --pos) {
+      const float prev = dist[pos - 1];
+      if (!(prev > pd || (prev == pd && index[pos - 1] > pi))) break;
+      dist[pos] = prev;
+      index[pos] = index[pos - 1];
+    }
+    dist[pos] = pd;
+    index[pos] = pi;
   }
   KAAS_DEVICE void clear() const {
     for (int s = 0; s < size; ++s) {
