@@ -24,7 +24,7 @@
 #include "kaas/models/onnx_graph.h"
 #include "kaas/models/onnx_ops/op_def.h"
 #include "kaas/models/onnx_reduced_ops.h"
-#include "kaas/models/onnx_sparse.h"
+#include "kaas/models/onnx_sparse_execution.h"
 #include "kaas/models/plan_log.h"
 
 namespace kaas::models {
@@ -94,17 +94,17 @@ class OnnxModel final : public OnnxDeviceModel {
     return sparse_ ? &sparse_->network() : nullptr;
   }
   LastRun last_run() const override {
-    return {last_run_sparse_rows_ > 0, last_active_, last_run_sparse_rows_};
+    if (!sparse_) return {};
+    return {sparse_->last_sparse_rows() > 0, sparse_->last_active(), sparse_->last_sparse_rows()};
   }
 
   std::vector<const float*> run_device(int64_t batch) override {
     require(!graph_.batched || (batch >= 1 && batch <= max_batch_), "model '" + name_ + "'",
             "batch size", "1.." + std::to_string(max_batch_), std::to_string(batch));
     shapes_ = graph_.batched ? onnx_import::infer_shapes(graph_, batch) : max_shapes_;
-    last_active_ = -1;
-    last_run_sparse_rows_ = 0;
-    if (sparse_ && choose_sparse()) {
-      run_sparse();
+    if (sparse_) sparse_->begin_run();
+    if (sparse_ && sparse_->choose()) {
+      sparse_->run();
     } else if (fused_ && !run_unfused_) {
       run_fused();
     } else {
@@ -338,192 +338,18 @@ class OnnxModel final : public OnnxDeviceModel {
   // in kAuto, timed at load on all-charged and all-zero patches against the dense plan.
   void plan_sparse() {
     if (options_.precision != Precision::kFp32 || options_.sparse == SparsePlan::kDense) return;
-    const int64_t batch = std::max<int64_t>(max_batch_, 1);
-    const std::function<float*(int)> data_of = [this](int v) { return data(v); };
-    sparse_ = std::make_unique<onnx_import::SparseFused>(
-        queue_, graph_, *fused_, max_shapes_, data_of, batch, 4 * options_.fused_slab_bytes);
-    sparse_dense1_ = make_device_buffer<float>(
-        queue_, size_t(batch * max_shapes_[graph_.ops[fused_->dense1].output][1]));
-    sparse_->network().weights_digest = sparse_weights_digest();
-    log_.decisions.push_back(sparse_->describe());
-    std::string rule;
-    const planner::Mode mode = options_.planner.value_or(planner::mode_from_environment());
-    if (options_.sparse == SparsePlan::kSparse) {
-      rule = "sparse: every batch (the model's option)";
-    } else if (mode == planner::Mode::kFixed) {
-      rule = "sparse: not used (the planner's fixed mode runs the dense plan)";
-    } else {
-      rule = measure_sparse(batch);
-    }
-    log_.decisions.push_back(rule);
-  }
-
-  static constexpr int64_t kSparseTrialRows = 64;
-
-  // Seconds per row of the dense plan and of the sparse one on all-charged and all-zero input,
-  // measured by the planner (kernels/planner.h) and cached with its decisions, so every process
-  // on this CPU predicts the same and picks the same plan for the same patch; returns the
-  // plan-log line.
-  std::string measure_sparse(int64_t batch) {
-    const int input = graph_.ops[fused_->conv].inputs[0];
-    const size_t count = size_t(element_count(max_shapes_[input]));
-    // Every window charged: the rescaled-ADC range of the network's training data, no zeros.
-    std::vector<float> charged(count), empty(count, 0.0f);
-    for (size_t i = 0; i < count; ++i) charged[i] = sparse_trial_charge(i);
-    const auto charged_device = to_device(queue_, std::span<const float>(charged));
-    const auto empty_device = to_device(queue_, std::span<const float>(empty));
-    copy_to_device(queue_, std::span<const float>(charged), storage(input));
-    queue_.wait();
-    shapes_ = max_shapes_;
-    auto sparse_on = [this, batch](const float* x) {
-      sparse_->index(batch, x);
-      sparse_->run(batch, x, sparse_dense1_.data(), data(graph_.ops[fused_->softmax].output),
-                   data(graph_.ops[fused_->head_b].output));
-      queue_.wait();
-    };
-    // Each candidate processes kSparseTrialRows rows (passes of `batch`), so the timings stored in
-    // the model's plan file are per the same number of rows whatever the measuring process's
-    // batch.
-    const int64_t passes = (kSparseTrialRows + batch - 1) / batch;
-    const double rows = double(passes * batch);
-    auto repeated = [passes](const std::function<void()>& pass) {
-      return [passes, pass] {
-        for (int64_t p = 0; p < passes; ++p) pass();
-      };
-    };
-    const std::vector<planner::Candidate> candidates = {
-        {"dense", repeated([this] {
-           run_unfused_ ? run_unfused() : run_fused();
-           queue_.wait();
-         })},
-        {"sparse, every window charged", repeated([&] { sparse_on(charged_device.data()); })},
-        {"sparse, no charge", repeated([&] { sparse_on(empty_device.data()); })}};
-    // A patch takes the sparse plan (other bits) by these timings: they belong to the model,
-    // measured once whatever the backend, threads, dense plan or batch of the process that
-    // measures, and kept in the model's plan file, so every process decides alike.
-    const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
-    const std::string point = "sparse conv-dense-heads " +
-                              std::string(to_string(options_.precision)) + " conv " +
-                              shape_string(Shape(conv_out.begin() + 1, conv_out.end())) +
-                              " weights " + std::to_string(sparse_->network().weights_digest);
-    const planner::Decision d =
-        planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
-    SparseNetwork& net = sparse_->network();
-    net.dense_row_s = d.ms[0] / 1e3 / rows;
-    net.sparse_full_row_s = d.ms[1] / 1e3 / rows;
-    net.sparse_empty_row_s = d.ms[2] / 1e3 / rows;
-    const double breakeven = d.ms[1] > d.ms[2] ? (d.ms[0] - d.ms[2]) / (d.ms[1] - d.ms[2]) : 1.0;
-    // Timings from the plan file were taken by another process, on about kSparseTrialRows rows
-    // in its own batches: the decisions use their ratios, the same in every process.
-    char trial[96];
-    if (d.from_plan_file)
-      std::snprintf(trial, sizeof trial, "the model's plan file (measured on %s)",
-                    d.measured_on.substr(0, 48).c_str());
-    else
-      std::snprintf(trial, sizeof trial, "%lld rows in batches of %lld%s",
-                    static_cast<long long>(rows), static_cast<long long>(batch),
-                    d.from_cache ? " (cached)" : "");
-    char line[400];
-    std::snprintf(line, sizeof line,
-                  "sparse planner: %s: dense %.2f ms, sparse %.2f ms with no charge and %.2f ms "
-                  "with every window charged: a patch runs sparse below %.0f %% of its positions "
-                  "active%s",
-                  trial, d.ms[0], d.ms[2], d.ms[1], std::clamp(breakeven, 0.0, 1.0) * 100,
-                  d.plan_file_written ? "" : " (the model's plan file could not be written)");
-    return line;
-  }
-
-  // A digest of the conv and first dense weights: the sparse plan's speed depends on how many
-  // conv channels the ReLU zeroes, so cached timings belong to these weights.
-  uint64_t sparse_weights_digest() const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the values' bits
-    for (int v : {graph_.ops[fused_->conv].inputs[1], graph_.ops[fused_->dense1].inputs[1]}) {
-      const auto& values = graph_.values[v].data;
-      for (size_t i = 0; i < values.size(); i += 97) {
-        uint32_t bits;
-        std::memcpy(&bits, &values[i], sizeof bits);
-        h = (h ^ bits) * 1099511628211ull;
-      }
-    }
-    return h;
-  }
-
-  // Which patches of the batch run sparse: kSparse all; kAuto each patch by its own measured
-  // occupancy against the load-time timings, so a patch's plan (and its bits) does not depend
-  // on the patches it is batched with. Fills sparse_rows_ / dense_rows_; returns false when
-  // every patch runs dense.
-  bool choose_sparse() {
-    const SparseNetwork& net = sparse_->network();
-    if (options_.sparse != SparsePlan::kSparse && net.dense_row_s <= 0) return false;
-    const int input = graph_.ops[fused_->conv].inputs[0];
-    const int64_t n = shapes_[input][0];
-    if (options_.sparse == SparsePlan::kAuto && queue_.backend().device_memory_is_host() &&
-        !net.sparse_pays(1.0)) {
-      // Input without a single 0 (noise everywhere): every window is active; one look at the
-      // values decides, without indexing the batch.
-      const float* x = data(input);
-      const int64_t count = element_count(shapes_[input]);
-      if (std::find(x, x + count, 0.0f) == x + count) {
-        last_active_ = 1.0;
-        return false;
-      }
-    }
-    last_active_ = sparse_->index(n, data(input));
-    sparse_rows_.clear();
-    dense_rows_.clear();
-    if (options_.sparse == SparsePlan::kSparse) return true;
-    const std::vector<double> active = sparse_->active_per_row();
-    for (int64_t r = 0; r < n; ++r)
-      (net.sparse_pays(active[size_t(r)]) ? sparse_rows_ : dense_rows_).push_back(int32_t(r));
-    if (!queue_.backend().device_memory_is_host() && !dense_rows_.empty()) {
-      // On a GPU the batch is not split: one plan for all, by the batch's occupancy.
-      const bool sparse = net.sparse_pays(last_active_);
-      sparse_rows_.clear();
-      dense_rows_.clear();
-      return sparse;
-    }
-    return !sparse_rows_.empty();
-  }
-
-  void run_sparse() {
-    const int input = graph_.ops[fused_->conv].inputs[0];
-    const int64_t n = shapes_[input][0];
-    const int softmax = graph_.ops[fused_->softmax].output,
-              head_b = graph_.ops[fused_->head_b].output;
-    last_run_sparse_rows_ = n;
-    if (dense_rows_.empty()) {
-      sparse_->run(n, data(input), sparse_dense1_.data(), data(softmax), data(head_b));
-      return;
-    }
-    // Some patches sparse, some dense (host memory): the sparse ones first, into scratch rows;
-    // then the dense ones moved to the front of the input and run as a smaller batch; then every
-    // output row put back in its place.
-    const int64_t na = shapes_[softmax][1], nb = shapes_[head_b][1];
-    const size_t ns = sparse_rows_.size(), nd = dense_rows_.size();
-    std::vector<float> sparse_a(ns * size_t(na)), sparse_b(ns * size_t(nb));
-    sparse_->run(n, data(input), sparse_dense1_.data(), sparse_a.data(), sparse_b.data(),
-                 &sparse_rows_);
-    queue_.wait();
-    const size_t patch = size_t(element_count(shapes_[input]) / n);
-    float* x = data(input);
-    for (size_t i = 0; i < nd; ++i)
-      if (size_t(dense_rows_[i]) != i)
-        std::memmove(x + i * patch, x + size_t(dense_rows_[i]) * patch, patch * sizeof(float));
-    shapes_ = onnx_import::infer_shapes(graph_, int64_t(nd));
-    run_unfused_ ? run_unfused() : run_fused();
-    queue_.wait();
-    shapes_ = onnx_import::infer_shapes(graph_, n);
-    float* out_a = data(softmax);
-    float* out_b = data(head_b);
-    for (size_t i = nd; i-- > 0;) {  // back to front: row dense_rows_[i] >= i
-      std::memmove(out_a + size_t(dense_rows_[i]) * na, out_a + i * na, size_t(na) * sizeof(float));
-      std::memmove(out_b + size_t(dense_rows_[i]) * nb, out_b + i * nb, size_t(nb) * sizeof(float));
-    }
-    for (size_t i = 0; i < ns; ++i) {
-      std::copy_n(&sparse_a[i * size_t(na)], na, out_a + size_t(sparse_rows_[i]) * na);
-      std::copy_n(&sparse_b[i * size_t(nb)], nb, out_b + size_t(sparse_rows_[i]) * nb);
-    }
-    last_run_sparse_rows_ = int64_t(ns);
+    const onnx_import::PlanContext context{
+        queue_,
+        graph_,
+        *fused_,
+        max_shapes_,
+        shapes_,
+        [this](int v) { return data(v); },
+        [this](int v) -> const DeviceBuffer<float>& { return storage(v); },
+        options_};
+    sparse_ = std::make_unique<onnx_import::SparseExecution>(
+        context, [this] { run_unfused_ ? run_unfused() : run_fused(); },
+        std::max<int64_t>(max_batch_, 1), log_);
   }
 
   struct FusedKernels {
@@ -721,10 +547,10 @@ class OnnxModel final : public OnnxDeviceModel {
                             }});
     }
     const Shape& conv_out = max_shapes_[graph_.ops[fused_->conv].output];
-    const std::string point = "conv-dense-heads " + std::string(to_string(options_.precision)) +
-                              " kernels (bits) conv " +
-                              shape_string(Shape(conv_out.begin() + 1, conv_out.end())) +
-                              " weights " + std::to_string(sparse_weights_digest());
+    const std::string point =
+        "conv-dense-heads " + std::string(to_string(options_.precision)) + " kernels (bits) conv " +
+        shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " weights " +
+        std::to_string(onnx_import::conv_dense_weights_digest(graph_, *fused_));
     const planner::Decision d =
         planner::choose(point, candidates, planner::Mode::kMeasure, {}, options_.plan_file);
     log_.decisions.push_back("planner: " + d.describe(point));
@@ -903,11 +729,7 @@ class OnnxModel final : public OnnxDeviceModel {
   Conv2dImpl fused_conv_impl_ = Conv2dImpl::kAuto;
   std::variant<std::monostate, ReducedLayers<bf16>, ReducedLayers<fp16>> reduced_;
   std::unique_ptr<onnx_import::ReducedOps> reduced_ops_;  // unfused plan in bf16 / fp16
-  std::unique_ptr<onnx_import::SparseFused> sparse_;      // the fused plan's sparse execution
-  DeviceBuffer<float> sparse_dense1_;
-  int64_t last_run_sparse_rows_ = 0;
-  double last_active_ = -1;
-  std::vector<int32_t> sparse_rows_, dense_rows_;  // of the batch being run (kAuto)
+  std::unique_ptr<onnx_import::SparseExecution> sparse_;  // the fused plan's sparse execution
   std::mutex mutex_;
 };
 
