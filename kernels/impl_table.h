@@ -100,6 +100,9 @@ class ImplTable {
   Impl choose(Impl requested, Impl automatic, const Call& call) const {
     if (requested == automatic) {
       for (const Row& row : rows_) {
+        // Per kernel call: rows above the usable tier are passed over without building their
+        // reason.
+        if (row.tier > usable_isa_tier()) continue;
         if (why_not(row, call).empty() && row.auto_skips(call).empty()) return row.impl;
       }
       throw Error(ErrorCode::kInternal,

@@ -334,6 +334,29 @@ DeltaCall contiguous_delta_call(const Queue& queue, const SparseConvWeights& wei
   return call;
 }
 
+// A first-layer call with those layouts; it points into itself, so it stays where it is built.
+struct ContiguousDense1 {
+  SparseWindows windows;
+  SparseDense1Weights weights;
+  Dense1Call call;
+
+  ContiguousDense1(const Queue& queue, int64_t channels, int64_t n1) {
+    windows.image = windows.y = windows.x = make_view(static_cast<const int32_t*>(nullptr), 1);
+    weights.weight = make_view<2>(static_cast<const float*>(nullptr), {1, n1});
+    weights.constant = make_view(static_cast<const float*>(nullptr), n1);
+    call = {&queue,
+            make_view<3>(static_cast<const int32_t*>(nullptr), {1, 1, 1}),
+            make_view<2>(static_cast<const float*>(nullptr), {1, channels}),
+            0,
+            &windows,
+            &weights,
+            make_view<2>(static_cast<float*>(nullptr), {1, n1}),
+            {}};
+  }
+  ContiguousDense1(const ContiguousDense1&) = delete;
+  ContiguousDense1& operator=(const ContiguousDense1&) = delete;
+};
+
 }  // namespace
 
 std::string_view to_string(SparseImpl impl) {
@@ -365,43 +388,20 @@ std::vector<std::string> sparse_impls_for(const Queue& queue, int64_t conv_chann
   SparseConvWeights conv;
   conv.conv_weight = make_view<4>(static_cast<const float*>(nullptr), no_extent);
   const DeltaCall delta = contiguous_delta_call(queue, conv, 1);
-  SparseWindows windows;
-  windows.image = windows.y = windows.x = make_view(static_cast<const int32_t*>(nullptr), 1);
-  SparseDense1Weights dense1;
-  dense1.weight = make_view<2>(static_cast<const float*>(nullptr), {1, n1});
-  dense1.constant = make_view(static_cast<const float*>(nullptr), n1);
-  const Dense1Call first_layer{&queue,
-                               make_view<3>(static_cast<const int32_t*>(nullptr), {1, 1, 1}),
-                               make_view<2>(static_cast<const float*>(nullptr), {1, conv_channels}),
-                               0,
-                               &windows,
-                               &dense1,
-                               make_view<2>(static_cast<float*>(nullptr), {1, n1}),
-                               {}};
+  const ContiguousDense1 first_layer(queue, conv_channels, n1);
   const std::vector<std::string> step2 = delta_table().runnable(delta);
   std::vector<std::string> both;
-  for (const std::string& name : dense1_table().runnable(first_layer)) {
+  for (const std::string& name : dense1_table().runnable(first_layer.call)) {
     if (std::find(step2.begin(), step2.end(), name) != step2.end()) both.push_back(name);
   }
   return both;
 }
 
 const char* sparse_dense1_impl(const Queue& queue, int64_t n1) {
-  SparseWindows windows;
-  windows.image = windows.y = windows.x = make_view(static_cast<const int32_t*>(nullptr), 1);
-  SparseDense1Weights dense1;
-  dense1.weight = make_view<2>(static_cast<const float*>(nullptr), {1, n1});
-  dense1.constant = make_view(static_cast<const float*>(nullptr), n1);
-  const Dense1Call call{&queue,
-                        make_view<3>(static_cast<const int32_t*>(nullptr), {1, 1, 1}),
-                        make_view<2>(static_cast<const float*>(nullptr), {1, 1}),
-                        0,
-                        &windows,
-                        &dense1,
-                        make_view<2>(static_cast<float*>(nullptr), {1, n1}),
-                        {}};
+  const ContiguousDense1 first_layer(queue, 1, n1);
   const ImplTable<SparseImpl, Dense1Call> table = dense1_table();
-  return table.find(table.choose(SparseImpl::kAuto, SparseImpl::kAuto, call))->name.data();
+  return table.find(table.choose(SparseImpl::kAuto, SparseImpl::kAuto, first_layer.call))
+      ->name.data();
 }
 
 std::vector<ImplTableInfo> sparse_impl_tables() {
