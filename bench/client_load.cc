@@ -2,7 +2,8 @@
 // of servers (client-side balancing, retries on another server, the in-process fallback), each
 // answer compared with the in-process DirectClient's on the same patches. Prints one JSON line
 // per second (calls, failures, fallback answers) and a summary: what the failover tests and the
-// scale-out benchmark read.
+// scale-out benchmark read. SIGINT or SIGTERM ends the run early, with the summary of the calls
+// made so far (the tests stop a load once their checks have what they need).
 
 #include <CLI/CLI.hpp>
 
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -50,6 +52,21 @@ struct Totals {
 struct Second {
   std::atomic<int64_t> calls{0}, failures{0}, fallback_calls{0};
 };
+
+// Set by SIGINT / SIGTERM: the callers finish their calls in flight and the summary follows.
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+void request_stop(int) {
+  stop_requested.store(true);
+}
+
+// Sleeps until `until` or a stop request, whichever comes first.
+void sleep_until_or_stop(Clock::time_point until) {
+  while (!stop_requested.load() && Clock::now() < until)
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+}
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -92,6 +109,8 @@ int main(int argc, char** argv) {
   app.add_flag("--fallback", a.fallback, "run in process when every attempt failed");
   app.add_flag("!--no-check", a.check, "do not compare answers with in-process kaas");
   CLI11_PARSE(app, argc, argv);
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
 
   try {
     const kaas::Backend& backend = kaas::default_backend();
@@ -173,7 +192,8 @@ int main(int argc, char** argv) {
         int64_t calls = 0, failures = 0, fallbacks = 0, bitwise_equal = 0, retried = 0;
         float max_difference = 0;
         std::string first_error;
-        for (int k = c % kInputs; Clock::now() < end; k = (k + 1) % kInputs) {
+        for (int k = c % kInputs; Clock::now() < end && !stop_requested.load();
+             k = (k + 1) % kInputs) {
           if (a.work_ms > 0)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(a.work_ms));
           const auto t0 = Clock::now();
@@ -227,8 +247,10 @@ int main(int argc, char** argv) {
       });
     }
     // One line per second while the callers run (the test reads when the fallback ended).
+    // Only whole seconds are printed: after a stop request the partial one is in the summary.
     for (int s = 1; s <= seconds; ++s) {
-      std::this_thread::sleep_until(start + std::chrono::seconds(s));
+      sleep_until_or_stop(start + std::chrono::seconds(s));
+      if (stop_requested.load()) break;
       const Second& bin = per_second[size_t(s - 1)];
       std::printf("%s\n", nlohmann::json{{"second", s - 1},
                                          {"calls", bin.calls.load()},

@@ -3,6 +3,7 @@
 # architecture and checks and measures it there.
 #
 #   scripts/gpu_check.sh [--cpu-only] [--build-dir DIR] [--results-dir DIR] [--seconds S]
+#                        [--exclude-tests REGEX]
 #
 # Steps (each one's time and result printed, and written to the results file):
 #   1. the device: nvidia-smi (name, driver, clocks, memory); no GPU -> exit 3 before building,
@@ -22,6 +23,7 @@
 #   7. bench/gpu_results.py: bench/results/gpu-<device>.md and .json with the ratios
 # --cpu-only runs steps 2-7 on the CPU backends (CUDA off) with small benchmark sizes: the
 # script's logic on a machine without a GPU (the test command runs it so, with clang).
+# --exclude-tests REGEX leaves the ctest tests it matches out of step 4 (ctest -E).
 # Exit status: 0 all checks passed, 1 a check failed, 2 usage or build error, 3 no GPU.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -31,12 +33,14 @@ cpu_only=0
 build=build/gpu-check
 results=bench/results
 seconds=1
+exclude_tests=""
 while (($#)); do
   case "$1" in
     --cpu-only) cpu_only=1 ;;
     --build-dir) build="$2"; shift ;;
     --results-dir) results="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
+    --exclude-tests) exclude_tests="$2"; shift ;;
     -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -151,8 +155,8 @@ labels=cuda
 ((cpu_only)) && labels="cpu|gpu_emu"
 if [[ ! -x "$build/tests/test_kernels" ]]; then
   record tests skip "GoogleTest sources missing (.deps/googletest): copy /usr/src/googletest there"
-elif ctest --test-dir "$build" -L "$labels" -j "$jobs" --output-on-failure \
-       > "$work/ctest.txt" 2>&1; then
+elif ctest --test-dir "$build" -L "$labels" ${exclude_tests:+-E "$exclude_tests"} -j "$jobs" \
+       --output-on-failure > "$work/ctest.txt" 2>&1; then
   record tests ok "$(grep -E 'tests passed' "$work/ctest.txt" | tail -1)"
 else
   tail -30 "$work/ctest.txt"

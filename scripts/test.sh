@@ -157,8 +157,11 @@ if ! command -v nvidia-smi > /dev/null 2>&1; then
   fi
   echo "gpu_check.sh without a GPU refuses: $refusal"
 fi
+# The CPU stand-ins for the device: openmp (on libomp) and gpu_emu (the GPU bodies), and the
+# backend-independent kernel tests; the serial instance and the per-tier runs repeat kernel
+# sources that step 1 ran (serial: the same bodies one group at a time).
 CXX=clang++ bash scripts/gpu_check.sh --cpu-only --build-dir build/test-kernels \
-  --results-dir build/test-kernels --seconds 0.2
+  --results-dir build/test-kernels --seconds 0.2 --exclude-tests '^(test_kernels\.serial|kernel_tiers\..*)$'
 /usr/bin/python3 tests/package/test_kernels_only.py --build-dir build/test-kernels \
   --source-dir "$KAAS_ROOT" --work-dir "$package_work/kernels-only"
 

@@ -47,6 +47,8 @@ def haproxy(fleet, repo, args, tmp):
         drained = fleet.servers[2]
         drained.process.send_signal(signal.SIGTERM)
         code = drained.process.wait(timeout=60)
+        time.sleep(1)  # calls after its exit go to the other two
+        load.stop()
         summary, _ = load.result()
         answers_ok("haproxy: SIGTERM to one of 3, default flags, 8 clients", summary)
         check(code == 0 and "serving for 3 s more" in drained.output(),
@@ -67,6 +69,7 @@ def haproxy(fleet, repo, args, tmp):
         lb.remove(3)
         time.sleep(1)
         counts = window(fleet, [0, 2], 2)
+        load.stop()
         summary, _ = load.result()
         answers_ok("haproxy: a server taken out at run time", summary)
         check(counts[1] == 0 and counts[0] > 0, f"haproxy: after 'disable server' requests per server (0, 2): {counts}")
@@ -106,6 +109,8 @@ def nginx(fleet, repo, args, tmp):
         counts = window(fleet, [0, 2], 2)
         check(counts[1] > 0, f"nginx: a server added by reload takes requests (0, 2): {counts}")
         fleet.servers[0].process.send_signal(signal.SIGKILL)
+        time.sleep(2)  # calls after the kill go to the other
+        load.stop()
         summary, _ = load.result()
         answers_ok("nginx: reload under load, then kill -9 one of 2", summary)
     finally:

@@ -83,8 +83,8 @@ class Fleet:
 
 class Load:
     """kaas-client-load in the background; its per-second lines and summary once it ends. It runs
-    for its whole --seconds (it has no way to stop early and still print its summary), so each
-    phase's duration is the time its checks need plus a margin."""
+    for --seconds, the bound of what a phase's checks need, or until stop() (SIGINT: the calls
+    in flight end and the summary of all calls follows)."""
 
     def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False, batch=1):
         cmd = [client_load, "--servers", servers, "--repository", str(repository), "--model", MODEL,
@@ -108,6 +108,18 @@ class Load:
     def read(self):
         for line in self.process.stdout:
             self.lines.append(json.loads(line))
+
+    def stop(self):
+        """Ends the load now (once it has run at least a second)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+
+    def stop_when(self, condition):
+        """Polls the per-second lines printed so far; stops the load once condition(lines) holds
+        (or lets it run out)."""
+        while self.process.poll() is None and not condition(list(self.lines)):
+            time.sleep(0.05)
+        self.stop()
 
     def result(self):
         self.process.wait(timeout=120)
@@ -187,6 +199,7 @@ def run(fleet, repo, args):
     mean = sum(window) / 3
     check(mean > 0 and all(abs(w - mean) <= 0.1 * mean for w in window),
           f"steady load: per-server requests {window} within 10 % of their mean {mean:.0f}")
+    load.stop()
     summary, _ = load.result()
     answers_ok("restart", summary)
 
@@ -213,6 +226,10 @@ def run(fleet, repo, args):
     time.sleep(1.5)
     fleet.servers[0] = fleet.start(0)
     returned_at = time.time()
+    # Two whole seconds after the restart on the server are what is checked: stop then.
+    first_after = int(returned_at - load.started) + 1
+    load.stop_when(lambda lines: len(lines) >= first_after + 2 and all(
+        s["fallback_calls"] == 0 and s["calls"] > 0 for s in lines[-2:]))
     summary, per_second = load.result()
     answers_ok("all servers down", summary)
     check(summary["fallback_calls"] > 0, f"all servers down: {summary['fallback_calls']} calls ran on the fallback")
