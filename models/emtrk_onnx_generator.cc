@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kaas/backends/half.h"
 #include "kaas/common/error.h"
 #include "kaas/models/npy.h"
 
@@ -66,12 +67,21 @@ class WeightSource {
     std::replace(file.begin(), file.end(), '/', '_');
     const auto path = dir_ / (file + ".npy");
     const HostTensor t = read_npy(path, name);
-    if (t.dtype != DataType::kFloat32 || t.shape != dims)
+    const bool half = t.dtype == DataType::kFloat16;
+    if ((t.dtype != DataType::kFloat32 && !half) || t.shape != dims)
       throw Error(ErrorCode::kInvalidArgument,
-                  path.string() + ": expected FP32 " + shape_string(dims) + ", found " +
+                  path.string() + ": expected FP32 or FP16 " + shape_string(dims) + ", found " +
                       std::string(triton_name(t.dtype)) + " " + shape_string(t.shape));
-    const auto values = t.values<float>();
-    return {values.begin(), values.end()};
+    if (!half) {
+      const auto values = t.values<float>();
+      return {values.begin(), values.end()};
+    }
+    // Weights kept as data in FP16 (data/emtrk-toy): widened exactly, the model stays FP32.
+    const auto halves = t.values<fp16>();
+    std::vector<float> values(halves.size());
+    std::transform(halves.begin(), halves.end(), values.begin(),
+                   [](fp16 h) { return math::to_float(h); });
+    return values;
   }
 
   WeightGenerator generator_;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kaas needs that are missing (apt-get, as root or via sudo).
 # Usage: scripts/install_deps.sh [--run-only]
-#   --run-only: just what building kaas-info needs (no test, clang or sanitizer tooling)
+#   --run-only: what the run command builds (no test, clang or sanitizer tooling), and the HIP
+#               toolchain only where a ROCm device is (/dev/kfd) or KAAS_RUN_GPU_BACKENDS=all:
+#               hipcc and its LLVM are minutes of apt-get for a backend that cannot run here
 set -euo pipefail
 
-packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonnx-dev libprotobuf-dev
+packages=(cmake ninja-build g++ ccache libcli11-dev libonnx-dev libprotobuf-dev
           protobuf-compiler libopenblas-openmp-dev pkg-config
           # the tbb backend (CMSSW and art schedule with oneTBB)
           libtbb-dev
@@ -14,6 +16,9 @@ packages=(cmake ninja-build g++ ccache libcli11-dev hipcc libamdhip64-dev libonn
           # kaas-reco --display (PNG, cairo figures with DejaVu text); the toy model's training
           # venv (scripts/train_toy_model.sh)
           libpng-dev libcairo2-dev fonts-dejavu-core python3-venv python3-pip)
+if [[ "${1:-}" != "--run-only" || -e /dev/kfd || "${KAAS_RUN_GPU_BACKENDS:-auto}" == all ]]; then
+  packages+=(hipcc libamdhip64-dev)
+fi
 if [[ "${1:-}" != "--run-only" ]]; then
   packages+=(clang libomp-dev libclang-rt-14-dev googletest libgtest-dev libgmock-dev
              libbenchmark-dev clang-format libeigen3-dev libdnnl-dev libonnx-testdata)

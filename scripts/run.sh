@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The run command, the main job: installs what is missing, builds kaas (Release: the CPU
 # backends, and each GPU backend whose compiler is present and whose GPU is here), self-checks
-# every kernel on every available backend (a table; exit status 1 on any failure), trains EmTrkMichelId on toy events once (scripts/train_toy_model.sh;
-# cached in the build tree), generates the default model repository with the trained weights,
-# starts kaas-server on loopback in the background, runs the reconstruction demo kaas-reco in
-# `both` mode (every event in process and through the server, checked bit for bit) sending
-# images and sending patches, prints the comparison table, the truth-matched efficiencies and
-# the Michel tag at the working point chosen on the validation events, writes event displays and
-# the benchmark plots, and stops the server.
+# every kernel on every available backend (a table; exit status 1 on any failure), builds the
+# default model repository from the trained toy model kept as data (data/emtrk-toy: its digests
+# are checked first), starts kaas-server on loopback in the background and runs the
+# reconstruction demo kaas-reco in `both` mode (every event in process and through the server,
+# checked bit for bit): plane images + hits on every event, with the truth-matched figures, the
+# Michel tag at the working point chosen on the validation events, the per-hit Michel
+# efficiency at the DUNE paper's false-positive rates and its ROC curve, event displays; then
+# 48x48 patches on one event, compared with the image path's scores. Prints each phase's time.
+# Training is its own command: scripts/train_toy_model.sh.
 #
 # Arguments go to `kaas-info --self-check`. Environment:
-#   KAAS_RUN_EVENTS   toy events (default 3, ~50k hits each)
+#   KAAS_RUN_EVENTS   toy events through the image path (default 3, ~50k hits each)
 #   KAAS_RECO_ARGS    more kaas-reco flags, e.g. "--wires 480 --ticks 3000" for smaller events
 #   KAAS_BUILD_DIR    an already configured build tree to use instead of build/release (CI)
-#   KAAS_MODEL        trained (default) or generated (the deterministic random weights, no
-#                     training and no PyPI download)
-#   KAAS_TRAIN_SMOKE  1: a one-epoch model on 2 small events instead (the test command's run)
+#   KAAS_MODEL        trained (default: data/emtrk-toy), generated (the deterministic random
+#                     weights), or a directory of trained weights (*.npy, FP32 or FP16) with
+#                     its working_point.json, e.g. build/dev/trained from train_toy_model.sh
 #   KAAS_RUN_GPU_BACKENDS  auto (default): build CUDA only with an NVIDIA GPU visible to
 #                     nvidia-smi and HIP only with a ROCm device (/dev/kfd); all: build every
 #                     backend whose compiler is present. Ignored with KAAS_BUILD_DIR.
@@ -23,7 +25,25 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
 
+# Each phase's wall time, printed at the end.
+phase_name=""
+phase_start=$SECONDS
+phases=()
+phase() {
+  if [[ -n "$phase_name" ]]; then phases+=("$(printf '%5d s  %s' $((SECONDS - phase_start)) "$phase_name")"); fi
+  phase_name="$1"
+  phase_start=$SECONDS
+}
+print_phases() {
+  phase ""
+  printf '\nrun.sh phases (wall):\n'
+  printf '%s\n' "${phases[@]}"
+  printf '%5d s  total\n' "$SECONDS"
+}
+
+phase "Debian packages (install_deps.sh --run-only)"
 bash scripts/install_deps.sh --run-only
+phase "configure and build"
 build="${KAAS_BUILD_DIR:-build/release}"
 if [[ -z "${KAAS_BUILD_DIR:-}" ]]; then
   # A GPU backend without its GPU would only be compiled, never run here, and nvcc and hipcc take
@@ -52,43 +72,41 @@ if [[ -z "${KAAS_BUILD_DIR:-}" ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKAAS_BUILD_TESTS=OFF \
     -DKAAS_BUILD_BENCH=OFF "${gpu_flags[@]}" > /dev/null
 fi
-# The training's Python environment downloads while the build compiles.
-venv_pid=""
-if [[ "${KAAS_MODEL:-trained}" == trained ]]; then
-  venv_log="$(mktemp -t kaas-train-venv.XXXXXX)"
-  bash scripts/train_venv.sh "$build" > "$venv_log" 2>&1 &
-  venv_pid=$!
-  trap 'kill "$venv_pid" 2> /dev/null || true; rm -f "$venv_log"' EXIT
-fi
-cmake --build "$build" -j "$jobs" --target kaas-info kaas-make-repository kaas-server kaas-reco \
-  kaas-toy-patches kaas-make-emtrk-model
+# Everything the tree has (tests and benchmarks are off in build/release), so that
+# `cmake --install` works from it.
+cmake --build "$build" -j "$jobs"
+phase "self-check of every kernel"
 "$build/tools/kaas-info" --self-check "$@"
 
-# EmTrkMichelId trained on toy events (held out: kaas-reco's events use another seed).
+# EmTrkMichelId trained on toy events, kept as data (held out: kaas-reco's events use
+# another seed than the training's).
+phase "the trained model: digests, repository"
 weight_args=()
 reco_args=()
-trained=""
 case "${KAAS_MODEL:-trained}" in
   trained)
-    wait "$venv_pid" ||
-      { cat "$venv_log"; echo "run.sh: the training environment was not installed" >&2; exit 1; }
-    cat "$venv_log"
-    rm -f "$venv_log"
-    bash scripts/train_toy_model.sh "$build"
-    trained="$build/trained"
-    [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]] && trained="$build/trained-smoke"
-    weight_args=(--emtrk-weights "$trained/weights")
-    # The Michel tag's working point, chosen on the training's validation events.
-    reco_args=(--working-point "$trained/working_point.json")
+    trained=data/emtrk-toy
+    (cd "$trained" && sha256sum --check --quiet weights.sha256) ||
+      { echo "run.sh: $trained/weights do not match weights.sha256 (see $trained/manifest.json)" >&2; exit 1; }
+    echo "run.sh: trained model $trained verified ($(wc -l < "$trained/weights.sha256") files, sha256)"
     ;;
-  generated) ;;
-  *) echo "run.sh: KAAS_MODEL must be trained or generated, not '$KAAS_MODEL'" >&2; exit 2 ;;
+  generated) trained="" ;;
+  *)
+    trained="$KAAS_MODEL"
+    [[ -d "$trained/weights" ]] || { echo "run.sh: KAAS_MODEL must be trained, generated or a trained model directory with weights/, not '$KAAS_MODEL'" >&2; exit 2; }
+    ;;
 esac
+if [[ -n "$trained" ]]; then
+  weight_args=(--emtrk-weights "$trained/weights")
+  # The Michel tag's working point, chosen on the training's validation events.
+  [[ -f "$trained/working_point.json" ]] && reco_args=(--working-point "$trained/working_point.json")
+fi
 
 # The default model repository kaas-server serves: emtrkmichelid, michel_from_image, knn.
 models="$build/model_repository"
 "$build/tools/kaas-make-repository" --repository "$models" "${weight_args[@]}"
 
+phase "kaas-server start"
 log="$(mktemp -t kaas-server.XXXXXX)"
 "$build/server_adapter/kaas-server" --model-repository "$models" --host 127.0.0.1 \
   --http-port 0 --grpc-port 0 --metrics-port 0 > "$log" 2>&1 &
@@ -114,14 +132,17 @@ grep "kaas-server: " "$log"
 grpc_port="$(sed -n 's/.*kaas-server: listening host=[^ ]* http=[0-9]* grpc=\([0-9]*\).*/\1/p' "$log")"
 [[ -n "$grpc_port" ]] || { echo "run.sh: kaas-server did not report its ports" >&2; exit 1; }
 
+phase "kaas-reco: images + hits, every event, direct and remote"
 # shellcheck disable=SC2086  # KAAS_RECO_ARGS is a list of flags
-"$build/examples/lartpc/kaas-reco" --mode both --send image,patches \
+"$build/examples/lartpc/kaas-reco" --mode both --send image \
   --events "${KAAS_RUN_EVENTS:-3}" --server "127.0.0.1:$grpc_port" --repository "$models" \
-  --display "$build/displays" "${reco_args[@]}" ${KAAS_RECO_ARGS:-}
+  --display "$build/displays" --roc "$build/michel_roc.svg" "${reco_args[@]}" ${KAAS_RECO_ARGS:-}
 
-if [[ -n "$trained" ]]; then
-  echo "training report: $trained/report.json, $trained/loss.png, $trained/confusion.png"
-  if "$build/train-venv/bin/python" bench/plot.py --out "$build/plots" > /dev/null; then
-    echo "benchmark plots (bench/results/*.json): $build/plots/*.png"
-  fi
-fi
+# The patch path (what the original EmTrkMichelId pipeline sends: a 48x48 patch per hit, ~30x
+# the bytes) on the first event, beside the image path's scores of the same event.
+phase "kaas-reco: patches, one event, direct and remote"
+# shellcheck disable=SC2086
+"$build/examples/lartpc/kaas-reco" --mode both --send image,patches --events 1 --quiet \
+  --server "127.0.0.1:$grpc_port" --repository "$models" "${reco_args[@]}" ${KAAS_RECO_ARGS:-} |
+  sed -n '/^| path/,/^direct vs remote/p'
+print_phases

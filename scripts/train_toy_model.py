@@ -46,11 +46,15 @@ def parse_args():
                    help="dropout after the conv and the first dense layer (the Keras original: 0.2)")
     p.add_argument("--michel-loss", choices=("bce", "mse"), default="bce",
                    help="Michel head loss: binary cross-entropy, or the original's MSE")
+    p.add_argument("--lr-decay", type=float, default=1.0,
+                   help="multiply the learning rate by this after each epoch (1: constant)")
     p.add_argument("--val-fraction", type=float, default=0.2)
     p.add_argument("--max-seconds", type=float, default=0,
                    help="stop training after this many seconds (0: no limit)")
     p.add_argument("--seed", type=int, default=18)
     args = p.parse_args()
+    if not 0 < args.lr_decay <= 1:
+        sys.exit("train_toy_model: --lr-decay must be in (0, 1]")
     if args.epochs < 1 or args.batch < 1:
         sys.exit("train_toy_model: --epochs and --batch must be at least 1")
     if not 0 <= args.val_fraction < 1:
@@ -178,7 +182,7 @@ def main():
     gradient = jax.jit(jax.value_and_grad(loss_terms, has_aux=True), static_argnums=5)
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
-    def update(p, state, step, grads):
+    def update(p, state, step, grads, lr):
         if adam:
             m, v = state
             m = jax.tree.map(lambda m, g: beta1 * m + (1 - beta1) * g, m, grads)
@@ -190,9 +194,9 @@ def main():
         p = jax.tree.map(lambda w, v, g: w + momentum * v - lr * g, p, velocity, grads)  # Nesterov
         return p, velocity
 
-    def train_step(p, state, step, x, label, michel, key):
+    def train_step(p, state, step, x, label, michel, key, lr):
         (loss, _), grads = gradient(p, x, label, michel, key, True)
-        p, state = update(p, state, step, grads)
+        p, state = update(p, state, step, grads, lr)
         return p, state, loss
 
     @jax.jit
@@ -249,7 +253,8 @@ def main():
             step += 1
             params, state, loss = train_step(
                 params, state, float(step), jnp.asarray(data["patches"][b]),
-                jnp.asarray(data["label"][b]), jnp.asarray(data["michel"][b]), key)
+                jnp.asarray(data["label"][b]), jnp.asarray(data["michel"][b]), key,
+                lr * args.lr_decay ** epoch)
             epoch_losses.append(float(loss))
             bar.set_postfix(loss=f"{np.mean(epoch_losses[-20:]):.4f}", refresh=False)
             if args.max_seconds and time.time() - start > args.max_seconds:
@@ -268,7 +273,7 @@ def main():
         if stopped_early:
             print(f"train_toy_model: WARNING: stopped after {args.max_seconds:.0f} s (--max-seconds) "
                   f"in epoch {epoch + 1}: this machine trains slower than the budget assumes, and "
-                  "the model is not the one the README measured", flush=True)
+                  "the model is not the one data/emtrk-toy/manifest.json measured", flush=True)
             break
     seconds = time.time() - start
 
@@ -292,7 +297,7 @@ def main():
     report = {"patches": {"train": int(len(train_idx)), "validation": int(len(val_idx))},
               "seed": args.seed, "batch": args.batch, "optimizer": args.optimizer,
               "michel_loss": args.michel_loss,
-              "learning_rate": lr,
+              "learning_rate": lr, "lr_decay_per_epoch": args.lr_decay,
               "epochs_run": len(history), "stopped_early": stopped_early,
               "train_seconds": seconds, "jax": jax.__version__, "history": history,
               "step_losses": step_losses}

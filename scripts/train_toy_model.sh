@@ -13,9 +13,10 @@
 # Environment:
 #   KAAS_TRAIN_SMOKE=1   one epoch on 2 small events (seconds; the test command's version)
 #   KAAS_TRAIN_EVENTS    training + validation events (default 33; the last 10 % validate)
-#   KAAS_TRAIN_EPOCHS    epochs (default 1)
+#   KAAS_TRAIN_EPOCHS    epochs (default 1; data/emtrk-toy was trained with 3, see its manifest)
+#   KAAS_TRAIN_LR_DECAY  learning-rate factor per epoch (default 1: constant)
 #   KAAS_TRAIN_SECONDS   stop training after this long (default 1200, ~2.3x the measured epoch;
-#                        a stop says so loudly: the model then differs from the README's)
+#                        a stop says so loudly: the model then differs from data/emtrk-toy's)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
@@ -36,10 +37,11 @@ else
   # ~200k patches: every Michel hit, 2400 track and 1200 EM hits per event plus 800 EM hits
   # with few EM neighbours (delta rays, shower tips: the Michel look-alikes), 800 hits near
   # Michel electrons (the muon's end, where most Michel hits are missed); one pass over many
-  # patches beat several over fewer (README).
+  # patches beat several over fewer (docs/toy-detector.md).
   patch_args=(--events "$events" --per-class 1200 --track-hits 2400 --sparse-em 800
               --near-michel 800)
-  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --max-seconds "${KAAS_TRAIN_SECONDS:-1200}")
+  train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --lr-decay "${KAAS_TRAIN_LR_DECAY:-1}"
+              --max-seconds "${KAAS_TRAIN_SECONDS:-1200}")
 fi
 patch_args+=(--seed 18)
 train_args+=(--val-fraction "$val_fraction")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "examples/lartpc/toy_physics.h"
 #include "kaas/common/error.h"
 
 namespace kaas::examples {
@@ -28,10 +29,44 @@ Evaluation& Evaluation::operator+=(const Evaluation& other) {
     michel_scores_truth[k] += other.michel_scores_truth[k];
     michel_scores_other[k] += other.michel_scores_other[k];
   }
+  michel_scores += other.michel_scores;
   track_em_hits += other.track_em_hits;
   track_em_correct += other.track_em_correct;
   non_fiducial_hits += other.non_fiducial_hits;
   return *this;
+}
+
+MichelSelection& MichelSelection::operator+=(const MichelSelection& other) {
+  decays += other.decays;
+  decays_tagged += other.decays_tagged;
+  captures += other.captures;
+  captures_tagged += other.captures_tagged;
+  return *this;
+}
+
+MichelSelection select_michels(const ToyEvent& event, std::span<const float> scores,
+                               std::span<const uint8_t> fiducial, float threshold) {
+  if (scores.size() != event.hits.size() * 4 || fiducial.size() != event.hits.size())
+    throw Error(ErrorCode::kInvalidArgument,
+                "select_michels: " + std::to_string(event.hits.size()) + " hits but " +
+                    std::to_string(scores.size()) + " scores and " +
+                    std::to_string(fiducial.size()) + " fiducial flags");
+  MichelSelection out;
+  const double radius2 = kSelectionRadiusCm * kSelectionRadiusCm;
+  for (const StoppingEnd& end : event.stopping_ends) {
+    int tagged = 0;
+    for (size_t i = 0; i < event.hits.size() && tagged < kSelectionMinHits; ++i) {
+      const Hit& h = event.hits[i];
+      if (h.plane != end.plane || !fiducial[i] || !(scores[i * 4 + 3] > threshold)) continue;
+      const double dx = (double(h.wire) - end.wire) * kWirePitchCm;
+      const double dy = (double(h.peak_tick) - end.tick) * kCmPerTick;
+      tagged += dx * dx + dy * dy <= radius2;
+    }
+    const bool is_tagged = tagged >= kSelectionMinHits;
+    (end.decayed ? out.decays : out.captures) += 1;
+    (end.decayed ? out.decays_tagged : out.captures_tagged) += is_tagged;
+  }
+  return out;
 }
 
 int truth_class(Truth truth) {
@@ -98,6 +133,7 @@ Evaluation evaluate(const ToyEvent& event, std::span<const float> scores,
     for (size_t t = 0; t < kMichelCurve.size(); ++t)
       count(out.michel_hit_curve[t], is_michel, s[3] > kMichelCurve[t]);
     ++(is_michel ? out.michel_scores_truth : out.michel_scores_other)[score_slot(s[3])];
+    (is_michel ? out.michel_scores.michel : out.michel_scores.other).push_back(s[3]);
     if (truth != 2) {
       ++out.track_em_hits;
       out.track_em_correct += predicted == truth;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "examples/lartpc/reco.h"
+#include "examples/lartpc/roc.h"
 #include "examples/lartpc/toy_event.h"
 
 namespace kaas::examples {
@@ -40,6 +41,7 @@ struct Evaluation {
   ClassCounts michel_hits, michel_clusters;
   std::array<ClassCounts, kMichelCurve.size()> michel_hit_curve;  // at each kMichelCurve threshold
   std::array<int64_t, kScoreBins + 1> michel_scores_truth{}, michel_scores_other{};
+  MichelScores michel_scores;  // every fiducial hit's own score: the ROC (roc.h)
   int64_t track_em_hits = 0, track_em_correct = 0;  // hits whose truth is track or em
   int64_t non_fiducial_hits = 0;
   double track_em_accuracy() const {
@@ -47,6 +49,26 @@ struct Evaluation {
   }
   Evaluation& operator+=(const Evaluation& other);
 };
+
+// The cluster-level Michel selection, as the DUNE paper selects Michel electrons (per
+// candidate, near a stopping track's end, rather than per hit): a stopping muon's end is tagged
+// when at least kSelectionMinHits fiducial hits within kSelectionRadiusCm of it on its plane
+// score above the threshold. The toy reconstructs no tracks, so the ends are the true ones.
+// Decays are the signal, kept; stopping muons without a Michel electron (mu- captured on argon)
+// the background, rejected.
+inline constexpr double kSelectionRadiusCm = 10.0;
+inline constexpr int kSelectionMinHits = 3;
+struct MichelSelection {
+  int64_t decays = 0, decays_tagged = 0, captures = 0, captures_tagged = 0;
+  double efficiency() const { return decays ? double(decays_tagged) / double(decays) : 0.0; }
+  double rejection() const {
+    return captures ? 1.0 - double(captures_tagged) / double(captures) : 0.0;
+  }
+  MichelSelection& operator+=(const MichelSelection& other);
+};
+// scores: [hits, 4] in event hit order (the Michel score is [3]); fiducial: one flag per hit.
+MichelSelection select_michels(const ToyEvent& event, std::span<const float> scores,
+                               std::span<const uint8_t> fiducial, float threshold);
 
 // Class index (0 track, 1 em, 2 none) of a truth label.
 int truth_class(Truth truth);

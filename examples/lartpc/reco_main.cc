@@ -59,7 +59,7 @@ struct Args {
   bool gzip = false, fallback = false, quiet = false;
   float cluster_gap = 8.0f, michel_threshold = 0.5f;
   double michel_radius_cm = 4.0;  // the best of 1, 2, 3, 4, 6 cm on the validation events
-  std::string display_dir, choose_working_point, working_point_file;
+  std::string display_dir, choose_working_point, working_point_file, roc_file, metrics_file;
   std::optional<ChosenWorkingPoints> working_point;  // read from working_point_file
   ToyEventConfig toy;
 };
@@ -110,6 +110,11 @@ void add_options(CLI::App& app, Args& args) {
   app.add_option("--working-point", args.working_point_file,
                  "a --choose-working-point file: print the Michel tag at its threshold too "
                  "(and draw the displays at it)");
+  app.add_option("--roc", args.roc_file,
+                 "write the per-hit Michel ROC curve (efficiency vs false-positive rate, the "
+                 "paper's points marked) to this SVG file");
+  app.add_option("--metrics-json", args.metrics_file,
+                 "write the truth-matched figures of the first --send path to this JSON file");
   app.add_option("--display", args.display_dir,
                  "write event displays here: event<E>_plane<P>.png (truth | prediction)");
   add_toy_event_options(app, args.toy);
@@ -143,6 +148,8 @@ struct Path {
   double prep_s = 0, prep_cpu_s = 0, aggregate_s = 0;
   Evaluation evaluation;     // truth-matched, over every answered event
   Evaluation neighbourhood;  // the same with the neighbourhood Michel score (--michel-radius)
+  // The cluster-level Michel selection at the working points (metrics.h), both scores.
+  MichelSelection selection, neighbourhood_selection;
 
   const models::ModelSignature& signature() const {
     return direct ? direct->signature() : remote->signature();
@@ -407,12 +414,17 @@ class Reco {
     const Evaluation evaluation = evaluate(*w.event, scores.scores, scores.fiducial, *w.clusters,
                                            per_cluster, args_.michel_threshold);
     w.path->evaluation += evaluation;
+    w.path->selection +=
+        select_michels(*w.event, scores.scores, scores.fiducial, hit_selection_threshold());
     if (args_.michel_radius_cm > 0) {
       const auto michel =
           neighbourhood_michel_scores(*w.event, scores.scores, args_.michel_radius_cm);
-      w.path->neighbourhood +=
-          evaluate(*w.event, with_michel_scores(scores.scores, michel), scores.fiducial,
-                   *w.clusters, per_cluster, args_.michel_threshold);
+      const auto around = with_michel_scores(scores.scores, michel);
+      w.path->neighbourhood += evaluate(*w.event, around, scores.fiducial, *w.clusters, per_cluster,
+                                        args_.michel_threshold);
+      if (const auto threshold = neighbourhood_selection_threshold())
+        w.path->neighbourhood_selection +=
+            select_michels(*w.event, around, scores.fiducial, *threshold);
     }
     truth_line = summary_line(evaluation);
     int64_t by_class[3] = {}, michel = 0;
@@ -538,6 +550,7 @@ class Reco {
           "(the signal is 0 outside regions of interest)\n",
           100.0 * occupancy_.fraction());
     print_working_points();
+    print_paper_metrics();
     if (displays_written_)
       std::printf(
           "\nevent displays: %d PNGs in %s (event<E>_plane<P>.png; wire across, drift time "
@@ -608,6 +621,120 @@ class Reco {
     out << file.dump(1) << "\n";
     if (!out) throw Error(ErrorCode::kInternal, "cannot write " + args_.choose_working_point);
     std::printf("written to %s\n", args_.choose_working_point.c_str());
+  }
+
+  // The Michel selection's thresholds: the working points chosen on the validation events, or
+  // --michel-threshold for the hit's own score without one.
+  float hit_selection_threshold() const {
+    return args_.working_point ? args_.working_point->hit.threshold : args_.michel_threshold;
+  }
+  std::optional<float> neighbourhood_selection_threshold() const {
+    if (!args_.working_point || !args_.working_point->neighbourhood ||
+        std::fabs(args_.working_point->radius_cm - args_.michel_radius_cm) >= 1e-9)
+      return std::nullopt;
+    return args_.working_point->neighbourhood->threshold;
+  }
+
+  static nlohmann::json selection_json(const MichelSelection& s, float threshold) {
+    return {{"threshold", threshold},
+            {"decays", s.decays},
+            {"decays_kept", s.efficiency()},
+            {"captures", s.captures},
+            {"captures_rejected", s.rejection()}};
+  }
+
+  static void print_selection(const char* what, const MichelSelection& s, float threshold) {
+    std::printf(
+        "Michel selection at stopping-muon ends, %s > %.3f (>= %d such hits within %.0f cm): "
+        "decays kept %.3f (%lld of %lld), captures rejected %.3f (%lld of %lld) (paper: 73 %% "
+        "of mu+ decays kept, 90-92 %% of pi+ rejected)\n",
+        what, double(threshold), kSelectionMinHits, kSelectionRadiusCm, s.efficiency(),
+        static_cast<long long>(s.decays_tagged), static_cast<long long>(s.decays), s.rejection(),
+        static_cast<long long>(s.captures - s.captures_tagged), static_cast<long long>(s.captures));
+  }
+
+  // The per-hit Michel tag as the DUNE paper quotes it (roc.h): efficiency at its two
+  // false-positive rates, the ROC area and curve; --metrics-json keeps the figures.
+  void print_paper_metrics() {
+    const Evaluation& e = paths_.front()->evaluation;
+    if (e.michel_scores.michel.empty() || e.michel_scores.other.empty()) return;
+    const double hits = double(e.michel_scores.michel.size() + e.michel_scores.other.size());
+    const auto curve = roc_curve(e.michel_scores);
+    std::string line = "Michel hits per hit, as DUNE's EPJC 82 (2022) 903 measures them:";
+    nlohmann::json at_rates = nlohmann::json::array();
+    for (const PaperPoint& paper : kPaperMichelPoints) {
+      const RocPoint p = at_false_positive_rate(e.michel_scores, paper.false_positive_rate);
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    " efficiency %.3f at %.2f %% false-positive rate (score > %.4f; paper %.3f);",
+                    p.efficiency, 100.0 * paper.false_positive_rate, double(p.threshold),
+                    paper.efficiency);
+      line += text;
+      at_rates.push_back({{"false_positive_rate", paper.false_positive_rate},
+                          {"threshold", p.threshold},
+                          {"efficiency", p.efficiency},
+                          {"paper_efficiency", paper.efficiency}});
+    }
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  " ROC area %.4f; Michel hits are %.2f %% of the fiducial hits (paper: 0.075 %%)",
+                  roc_area(e.michel_scores), 100.0 * double(e.michel_scores.michel.size()) / hits);
+    std::printf("%s%s\n", line.c_str(), text);
+    const Path& first = *paths_.front();
+    print_selection("hit score", first.selection, hit_selection_threshold());
+    const auto around_threshold = neighbourhood_selection_threshold();
+    if (around_threshold)
+      print_selection("neighbourhood score", first.neighbourhood_selection, *around_threshold);
+    if (!args_.roc_file.empty()) {
+      std::ofstream(args_.roc_file)
+          << roc_svg(curve, "Michel hits: " + std::to_string(args_.events) + " toy events, seed " +
+                                std::to_string(args_.toy.seed));
+      std::printf("Michel ROC curve: %s\n", args_.roc_file.c_str());
+    }
+    if (!args_.metrics_file.empty()) write_metrics_json(at_rates);
+  }
+
+  // --metrics-json: the figures printed above, of the first --send path.
+  void write_metrics_json(const nlohmann::json& at_rates) const {
+    const Path& first = *paths_.front();
+    const Evaluation& e = first.evaluation;
+    const auto around_threshold = neighbourhood_selection_threshold();
+    const double hits = double(e.michel_scores.michel.size() + e.michel_scores.other.size());
+    nlohmann::json out = {
+        {"seed", args_.toy.seed},
+        {"first_event", args_.first_event},
+        {"events", args_.events},
+        {"track_em_accuracy", e.track_em_accuracy()},
+        {"michel_hit_fraction", double(e.michel_scores.michel.size()) / hits},
+        {"michel_roc_area", roc_area(e.michel_scores)},
+        {"michel_at_false_positive_rate", at_rates},
+        {"michel_at_0_5",
+         {{"efficiency", e.michel_hits.efficiency()}, {"purity", e.michel_hits.purity()}}},
+        {"michel_selection", selection_json(first.selection, hit_selection_threshold())}};
+    if (around_threshold)
+      out["michel_selection_neighbourhood"] =
+          selection_json(first.neighbourhood_selection, *around_threshold);
+    if (args_.working_point) {
+      const ClassCounts at =
+          michel_hits_above(e, int(std::lround(args_.working_point->hit.threshold * kScoreBins)));
+      out["michel_at_validation_working_point"] = {
+          {"threshold", args_.working_point->hit.threshold},
+          {"efficiency", at.efficiency()},
+          {"purity", at.purity()}};
+      const auto& chosen = args_.working_point->neighbourhood;
+      if (chosen && args_.michel_radius_cm > 0) {
+        const ClassCounts around = michel_hits_above(
+            first.neighbourhood, int(std::lround(chosen->threshold * kScoreBins)));
+        out["michel_neighbourhood_at_validation_working_point"] = {
+            {"radius_cm", args_.michel_radius_cm},
+            {"threshold", chosen->threshold},
+            {"efficiency", around.efficiency()},
+            {"purity", around.purity()}};
+      }
+    }
+    std::ofstream file(args_.metrics_file);
+    file << out.dump(1) << "\n";
+    if (!file) throw Error(ErrorCode::kInternal, "cannot write " + args_.metrics_file);
   }
 
   static void print_at(const Evaluation& evaluation, const char* what,

@@ -74,9 +74,14 @@ ToyEvent make_toy_event(const ToyEventConfig& config, uint64_t event_number) {
       const auto end = paint.muon(start, angle, stopping ? range : exit, stopping);
       ++event.muons;
       event.stopping_muons += stopping;
-      if (stopping && rng.uniform() < config.michel_probability) {
-        paint.electron(end.position, rng.uniform(0, 2 * kPi), michel_energy(rng), Truth::kMichel);
-        ++event.michels;
+      if (stopping) {
+        const bool decays = rng.uniform() < config.michel_probability;
+        event.stopping_ends.push_back(
+            {p, float(end.position.x / kWirePitchCm), float(end.position.y / kCmPerTick), decays});
+        if (decays) {
+          paint.electron(end.position, rng.uniform(0, 2 * kPi), michel_energy(rng), Truth::kMichel);
+          ++event.michels;
+        }
       }
     }
     for (int s = 0; s < config.showers_per_plane; ++s) {

@@ -64,9 +64,18 @@ struct PlaneImage {
   std::vector<uint8_t> dead;   // [wires], 1 for a dead wire (the channel-status list)
 };
 
+// Where a stopping muon ended, and whether it decayed to a Michel electron (the others are mu-
+// captured on argon nuclei): the truth of the cluster-level Michel selection (metrics.h).
+struct StoppingEnd {
+  int plane = 0;
+  float wire = 0, tick = 0;  // the end point, in wire and tick units
+  bool decayed = false;
+};
+
 struct ToyEvent {
   std::vector<PlaneImage> planes;
   std::vector<Hit> hits;  // plane by plane, wire by wire, in tick order
+  std::vector<StoppingEnd> stopping_ends;
   int64_t muons = 0, stopping_muons = 0, michels = 0, showers = 0, delta_rays = 0;
   int64_t roi_samples = 0;  // samples inside regions of interest (the rest are exactly 0)
 };

@@ -1,7 +1,7 @@
 #pragma once
 // The ONNX op table: every op the importer maps, one line each in KAAS_ONNX_OPS, defined in
 // models/onnx_ops/<name>.cc as `const OpDef <name>_op`. The order is the order of the
-// supported-op message and README's list.
+// supported-op message and docs/models.md's list.
 
 #include <span>
 #include <string>

@@ -184,5 +184,47 @@ TEST(Metrics, MismatchedSizesAreRefused) {
   EXPECT_THROW(evaluate(e.event, e.scores, e.fiducial, e.clusters, e.per_cluster), Error);
 }
 
+// Two stopping ends on plane 0: a decay at wire 100 tick 1000 with three tagged hits within
+// 10 cm (and one beyond), a capture at wire 300 tick 2000 with two tagged hits near it and a
+// third on the other plane: the decay is kept, the capture rejected; a lower threshold tags
+// the capture's hits as well and loses it.
+TEST(Metrics, MichelSelectionCountsTaggedHitsNearStoppingEnds) {
+  ToyEvent event;
+  std::vector<float> scores;
+  std::vector<uint8_t> fiducial;
+  auto add = [&](int plane, int wire, float tick, float michel) {
+    event.hits.push_back({plane, wire, tick, 50.0f, 200.0f, Truth::kEm});
+    scores.insert(scores.end(), {0.1f, 0.8f, 0.1f, michel});
+    fiducial.push_back(1);
+  };
+  event.stopping_ends = {{0, 100.0f, 1000.0f, true}, {0, 300.0f, 2000.0f, false}};
+  add(0, 101, 1000.0f, 0.9f);
+  add(0, 104, 1010.0f, 0.9f);
+  add(0, 110, 1040.0f, 0.9f);  // 4.8 cm across, 3.2 cm down: inside
+  add(0, 130, 1000.0f, 0.9f);  // 14.4 cm away
+  add(0, 301, 2000.0f, 0.9f);
+  add(0, 302, 2005.0f, 0.9f);
+  add(1, 300, 2000.0f, 0.9f);  // other plane
+  add(0, 303, 2003.0f, 0.4f);  // below 0.5
+  const MichelSelection at_half = select_michels(event, scores, fiducial, 0.5f);
+  EXPECT_EQ(at_half.decays, 1);
+  EXPECT_EQ(at_half.decays_tagged, 1);
+  EXPECT_EQ(at_half.captures, 1);
+  EXPECT_EQ(at_half.captures_tagged, 0);
+  EXPECT_DOUBLE_EQ(at_half.efficiency(), 1.0);
+  EXPECT_DOUBLE_EQ(at_half.rejection(), 1.0);
+  const MichelSelection loose = select_michels(event, scores, fiducial, 0.3f);
+  EXPECT_EQ(loose.captures_tagged, 1);
+  EXPECT_DOUBLE_EQ(loose.rejection(), 0.0);
+  fiducial[0] = 0;  // a hit outside the fiducial region does not count: two left near the decay
+  EXPECT_EQ(select_michels(event, scores, fiducial, 0.5f).decays_tagged, 0);
+  MichelSelection sum = at_half;
+  sum += loose;
+  EXPECT_EQ(sum.decays, 2);
+  EXPECT_EQ(sum.captures_tagged, 1);
+  scores.pop_back();
+  EXPECT_THROW(select_michels(event, scores, fiducial, 0.5f), Error);
+}
+
 }  // namespace
 }  // namespace kaas::examples

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <span>
 
+#include "kaas/backends/half.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/gemm.h"
@@ -123,6 +124,37 @@ TEST_F(EmTrkWeightsDir, KerasModelCarriesTheFilesUnchanged) {
   }
 }
 
+// Weights kept as data in FP16 (data/emtrk-toy) load widened: each initializer holds exactly
+// the FP16 values as FP32.
+TEST_F(EmTrkWeightsDir, Fp16FilesLoadWidenedExactly) {
+  const auto generated = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5});
+  const auto half_dir = dir_ / "fp16";
+  std::filesystem::create_directories(half_dir);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() != ".npy") continue;
+    const auto t = models::read_npy(entry.path(), "w");
+    std::vector<fp16> halves;
+    for (float v : t.values<float>()) halves.push_back(math::to_fp16(v));
+    models::write_npy(
+        half_dir / entry.path().filename(),
+        models::HostTensor::make<fp16>("w", models::DataType::kFloat16, t.shape, halves));
+  }
+  auto options = trained(EmTrkGraphStyle::kKeras);
+  options.weights_dir = half_dir;
+  const auto loaded = models::generate_emtrk_onnx(options);
+  ASSERT_EQ(loaded.graph().initializer_size(), generated.graph().initializer_size());
+  for (int i = 0; i < loaded.graph().initializer_size(); ++i) {
+    const auto& want = generated.graph().initializer(i).raw_data();
+    const auto& got = loaded.graph().initializer(i).raw_data();
+    ASSERT_EQ(got.size(), want.size()) << loaded.graph().initializer(i).name();
+    const auto* w = reinterpret_cast<const float*>(want.data());
+    const auto* g = reinterpret_cast<const float*>(got.data());
+    for (size_t k = 0; k < want.size() / sizeof(float); ++k)
+      ASSERT_EQ(g[k], math::to_float(math::to_fp16(w[k])))
+          << loaded.graph().initializer(i).name() << " value " << k;
+  }
+}
+
 // The PyTorch graph transposes the dense kernels and reorders the first one's rows to the NCHW
 // flatten order: with one input channel NHWC and NCHW patches are the same numbers, so both
 // graphs must give the same outputs.
@@ -158,8 +190,8 @@ TEST_F(EmTrkWeightsDir, AWrongOrMissingFileIsNamed) {
     models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
     FAIL() << "a transposed dense_1 kernel was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dense_1_kernel.npy: expected FP32 [128,32], found FP32 "
-                                         "[32,128]"),
+    EXPECT_NE(std::string(e.what()).find("dense_1_kernel.npy: expected FP32 or FP16 [128,32], "
+                                         "found FP32 [32,128]"),
               std::string::npos)
         << e.what();
   }

@@ -1,5 +1,5 @@
 // ONNX's own backend node tests for every operator the importer maps (the families each op of
-// the op table names), on every backend; README's op list checked against the table.
+// the op table names), on every backend; docs/models.md's op list checked against the table.
 
 #include <gtest/gtest.h>
 
@@ -104,17 +104,17 @@ TEST(OnnxNodeTestData, EveryRequiredFamilyIsPresent) {
   EXPECT_EQ(cases.size(), 134u) << "libonnx-testdata 1.12 has 134 such cases";
 }
 
-// README's op list (after "ops (`models/onnx_ops/table.h`): ", up to ";", notes in parentheses
-// ignored) is the table's, in table order.
-TEST(OnnxOpTable, ReadmeListsTheTable) {
-  std::ifstream in(KAAS_README);
-  ASSERT_TRUE(in) << KAAS_README;
+// docs/models.md's op list (after "ops (`models/onnx_ops/table.h`): ", up to ";", notes in
+// parentheses ignored) is the table's, in table order.
+TEST(OnnxOpTable, TheModelsPageListsTheTable) {
+  std::ifstream in(KAAS_OP_LIST_DOC);
+  ASSERT_TRUE(in) << KAAS_OP_LIST_DOC;
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
   const std::string marker = "ops (`models/onnx_ops/table.h`): ";
   const size_t begin = text.find(marker);
-  ASSERT_NE(begin, std::string::npos) << "README lost its ONNX op list: " << marker;
+  ASSERT_NE(begin, std::string::npos) << "docs/models.md lost its ONNX op list: " << marker;
   const size_t end = text.find(';', begin);
   ASSERT_NE(end, std::string::npos);
   std::string listed, item;
@@ -137,7 +137,7 @@ TEST(OnnxOpTable, ReadmeListsTheTable) {
   }
   flush();
   EXPECT_EQ(listed, models::onnx_import::supported_op_types())
-      << "README.md's ONNX op list differs from models/onnx_ops/table.h";
+      << "docs/models.md's ONNX op list differs from models/onnx_ops/table.h";
 }
 
 }  // namespace
