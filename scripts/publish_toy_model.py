@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,7 @@ TRAINING_FILES = GENERATOR_FILES + [
     "kernels/patches.kern.cc", "scripts/train_toy_model.sh", "scripts/train_venv.sh",
     "scripts/train_toy_model.py", "models/emtrk_onnx_generator.cc", "tools/make_emtrk_model.cc",
 ]
-TRAINING_SEED, VALIDATION_FIRST, VALIDATION_EVENTS = 18, 30, 3  # train_toy_model.sh's defaults
+TRAINING_SEED = 18  # train_toy_model.sh's events
 HELD_OUT_SEED, HELD_OUT_EVENTS = 77, 5
 FP16_MAX = 65504.0
 
@@ -84,6 +85,17 @@ def reco(build, repo, seed, first, events, extra):
     return run(cmd, capture_output=True, text=True).stdout
 
 
+def validation_split(key):
+    """(first, count) of the validation events, as train_toy_model.sh splits them: the last
+    round(events x val-fraction) of its --events (both in its cache key)."""
+    events = int(re.search(r"--events (\d+)", key).group(1))
+    fraction = float(re.search(r"--val-fraction ([0-9.]+)", key).group(1))
+    count = max(1, round(events * fraction)) if events > 1 else 0
+    if count == 0:
+        sys.exit("publish_toy_model: the training had no validation events")
+    return events - count, count
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", required=True, type=pathlib.Path)
@@ -92,6 +104,7 @@ def main():
     args = p.parse_args()
     report = json.loads((args.trained / "report.json").read_text())
     key = (args.trained / "key").read_text().strip()
+    validation_first, validation_events = validation_split(key)
     run(["cmake", "--build", args.build, "--target", "kaas-make-repository", "kaas-reco"],
         stdout=subprocess.DEVNULL)
     if args.out.exists():
@@ -104,7 +117,7 @@ def main():
              args.out / "weights"], stdout=subprocess.DEVNULL)
         point = args.out / "working_point.json"
         validation_json = pathlib.Path(tmp) / "validation.json"
-        validation_log = reco(args.build, repo, TRAINING_SEED, VALIDATION_FIRST, VALIDATION_EVENTS,
+        validation_log = reco(args.build, repo, TRAINING_SEED, validation_first, validation_events,
                               ["--choose-working-point", point, "--metrics-json", validation_json])
         held_json = pathlib.Path(tmp) / "held_out.json"
         held_log = reco(args.build, repo, HELD_OUT_SEED, 0, HELD_OUT_EVENTS,
@@ -119,19 +132,21 @@ def main():
                for h in report["history"]]
     manifest = {
         "model": "EmTrkMichelId (models/emtrk_onnx_generator.h), trained on toy LArTPC events",
-        "training_command": ("KAAS_TRAIN_EPOCHS={e} KAAS_TRAIN_LR_DECAY={d} KAAS_TRAIN_SECONDS=0 "
-                             "bash scripts/train_toy_model.sh build/dev && .venv/bin/python "
-                             "scripts/publish_toy_model.py --build build/dev --trained "
-                             "build/dev/trained").format(e=report["epochs_run"],
-                                                         d=report.get("lr_decay_per_epoch", 1.0)),
+        "training_command": ("KAAS_TRAIN_EVENTS={n} KAAS_TRAIN_EPOCHS={e} KAAS_TRAIN_LR_DECAY={d} "
+                             "KAAS_TRAIN_SECONDS=0 bash scripts/train_toy_model.sh build/dev && "
+                             "build/dev/train-venv/bin/python scripts/publish_toy_model.py "
+                             "--build build/dev --trained build/dev/trained").format(
+                                 n=validation_first + validation_events, e=report["epochs_run"],
+                                 d=report.get("lr_decay_per_epoch", 1.0)),
         "training_key": key,
         "training": {k: report[k] for k in ("patches", "seed", "batch", "optimizer", "michel_loss",
                                             "learning_rate", "epochs_run", "stopped_early",
                                             "train_seconds", "jax") if k in report}
                     | {"lr_decay_per_epoch": report.get("lr_decay_per_epoch", 1.0),
                        "history": history},
-        "event_seeds": {"training": TRAINING_SEED, "training_events": f"0..{VALIDATION_FIRST - 1}",
-                        "validation_events": f"{VALIDATION_FIRST}..{VALIDATION_FIRST + VALIDATION_EVENTS - 1}",
+        "event_seeds": {"training": TRAINING_SEED, "training_events": f"0..{validation_first - 1}",
+                        "validation_events":
+                            f"{validation_first}..{validation_first + validation_events - 1}",
                         "held_out": HELD_OUT_SEED, "held_out_events": HELD_OUT_EVENTS},
         "generator_files": GENERATOR_FILES,
         "generator_digest": digest(GENERATOR_FILES),
