@@ -1,5 +1,6 @@
 #include "kaas/models/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -188,27 +189,49 @@ HostTensor read_npy(const std::filesystem::path& path, const std::string& tensor
   return parse_npy(content.str(), tensor_name, source);
 }
 
-std::string format_npy(const HostTensor& tensor) {
-  if (tensor.dtype == DataType::kBFloat16)
+namespace {
+
+void refuse_bf16(DataType dtype, const std::string& name) {
+  if (dtype == DataType::kBFloat16)
     throw Error(ErrorCode::kInvalidArgument,
-                "npy: tensor '" + tensor.name +
+                "npy: tensor '" + name +
                     "' is BF16, which numpy (and so .npy) has no dtype for; convert it to FP32");
+}
+
+// Magic, version 1.0, header length and the header, padded so the data starts on a 64-byte
+// boundary and the whole is at least `min_size` bytes (room for a later, longer shape).
+std::string npy_preamble(DataType dtype, const std::vector<int64_t>& shape, size_t min_size = 0) {
   std::string header = "{'descr': '";
-  header.append(descr(tensor.dtype)).append("', 'fortran_order': False, 'shape': (");
-  for (int64_t d : tensor.shape) header.append(std::to_string(d)).append(",");
-  if (tensor.shape.size() > 1) header.pop_back();
+  header.append(descr(dtype)).append("', 'fortran_order': False, 'shape': (");
+  for (int64_t d : shape) header.append(std::to_string(d)).append(",");
+  if (shape.size() > 1) header.pop_back();
   header.append("), }");
-  // Pad so the data starts on a 64-byte boundary; the header ends with a newline.
-  const size_t unpadded = kMagicSize + 2 + 2 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ').push_back('\n');
+  const size_t fixed = kMagicSize + 2 + 2 + 1;  // magic, version, length, the newline
+  size_t total = fixed + header.size();
+  total = std::max(total, min_size);
+  total += (64 - total % 64) % 64;
+  header.append(total - fixed - header.size(), ' ').push_back('\n');
+  if (header.size() > 0xffff)
+    throw Error(ErrorCode::kInvalidArgument, "npy: header too long for format 1.0");
   std::string out(kMagic, kMagicSize);
   out.push_back('\x01');
   out.push_back('\x00');
-  if (header.size() > 0xffff)
-    throw Error(ErrorCode::kInvalidArgument, "npy: header too long for format 1.0");
   out.push_back(static_cast<char>(header.size() & 0xff));
   out.push_back(static_cast<char>(header.size() >> 8));
-  out += header;
+  return out + header;
+}
+
+std::vector<int64_t> with_rows(int64_t rows, const std::vector<int64_t>& row_shape) {
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+  return shape;
+}
+
+}  // namespace
+
+std::string format_npy(const HostTensor& tensor) {
+  refuse_bf16(tensor.dtype, tensor.name);
+  std::string out = npy_preamble(tensor.dtype, tensor.shape);
   out.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
   return out;
 }
@@ -218,6 +241,37 @@ void write_npy(const std::filesystem::path& path, const HostTensor& tensor) {
   const std::string bytes = format_npy(tensor);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) throw Error(ErrorCode::kInvalidArgument, "cannot write '" + path.string() + "'");
+}
+
+NpyRowWriter::NpyRowWriter(std::filesystem::path path, DataType dtype,
+                           std::vector<int64_t> row_shape)
+    : path_(std::move(path)), dtype_(dtype), row_shape_(std::move(row_shape)) {
+  refuse_bf16(dtype_, path_.string());
+  row_bytes_ = size_t(element_count(row_shape_)) * element_size(dtype_);
+  // Room for a row count of 19 digits: finish() rewrites the header in place.
+  preamble_size_ = npy_preamble(dtype_, with_rows(int64_t(1) << 62, row_shape_)).size();
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  const std::string preamble = npy_preamble(dtype_, with_rows(0, row_shape_), preamble_size_);
+  out_.write(preamble.data(), std::streamsize(preamble.size()));
+  if (!out_) throw Error(ErrorCode::kInvalidArgument, "cannot write '" + path_.string() + "'");
+}
+
+void NpyRowWriter::append(const void* rows, int64_t count) {
+  if (finished_)
+    throw Error(ErrorCode::kInvalidArgument, "'" + path_.string() + "': append after finish()");
+  out_.write(static_cast<const char*>(rows), std::streamsize(size_t(count) * row_bytes_));
+  if (!out_) throw Error(ErrorCode::kInvalidArgument, "cannot write '" + path_.string() + "'");
+  rows_ += count;
+}
+
+void NpyRowWriter::finish() {
+  if (finished_) return;
+  const std::string preamble = npy_preamble(dtype_, with_rows(rows_, row_shape_), preamble_size_);
+  out_.seekp(0);
+  out_.write(preamble.data(), std::streamsize(preamble.size()));
+  out_.close();
+  finished_ = true;
+  if (!out_) throw Error(ErrorCode::kInvalidArgument, "cannot write '" + path_.string() + "'");
 }
 
 }  // namespace kaas::models

@@ -15,6 +15,8 @@
 #   KAAS_TRAIN_EVENTS    training + validation events (default 33; the last 10 % validate)
 #   KAAS_TRAIN_EPOCHS    epochs (default 1; data/emtrk-toy was trained with 3, see its manifest)
 #   KAAS_TRAIN_LR_DECAY  learning-rate factor per epoch (default 1: constant)
+#   KAAS_TRAIN_LR_FINAL  the learning rate's last step as a fraction of its first, reached
+#                        smoothly per step (default 1: no decay within epochs)
 #   KAAS_TRAIN_SECONDS   stop training after this long (default 1200, ~2.3x the measured epoch;
 #                        a stop says so loudly: the model then differs from data/emtrk-toy's)
 set -euo pipefail
@@ -41,6 +43,7 @@ else
   patch_args=(--events "$events" --per-class 1200 --track-hits 2400 --sparse-em 800
               --near-michel 800)
   train_args=(--epochs "${KAAS_TRAIN_EPOCHS:-1}" --lr-decay "${KAAS_TRAIN_LR_DECAY:-1}"
+              --lr-final "${KAAS_TRAIN_LR_FINAL:-1}"
               --max-seconds "${KAAS_TRAIN_SECONDS:-1200}")
 fi
 patch_args+=(--seed 18)

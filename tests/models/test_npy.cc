@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "kaas/common/error.h"
 
 namespace kaas::models {
@@ -53,6 +57,39 @@ TEST(Npy, RoundTripsEveryDtype) {
     EXPECT_EQ(back.shape, t.shape);
     EXPECT_EQ(back.bytes, t.bytes);
   }
+}
+
+TEST(Npy, RowWriterStreamsRowsAndRewritesTheCount) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("kaas-test-npy-rows-" +
+                     std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".npy");
+  std::vector<float> rows(12 * 4);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = float(i) * 0.5f;
+  {
+    NpyRowWriter writer(path, DataType::kFloat32, {2, 2});
+    writer.append(rows.data(), 1);
+    writer.append(rows.data() + 4, 11);  // the count grows from 0 to two digits
+    EXPECT_EQ(writer.rows(), 12);
+    writer.finish();
+    EXPECT_THROW(writer.append(rows.data(), 1), Error) << "append after finish()";
+  }
+  const HostTensor back = read_npy(path, "rows");
+  EXPECT_EQ(back.shape, (std::vector<int64_t>{12, 2, 2}));
+  const auto values = back.values<float>();
+  EXPECT_EQ(std::vector<float>(values.begin(), values.end()), rows);
+  // The header (padded for any count) ends with its newline where the data starts, 64-byte
+  // aligned.
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  const std::string bytes = content.str();
+  EXPECT_EQ(bytes.find('\n') + 1, bytes.size() - rows.size() * 4);
+  EXPECT_EQ((bytes.size() - rows.size() * 4) % 64, 0u);
+  std::filesystem::remove(path);
+
+  EXPECT_THROW(NpyRowWriter(path, DataType::kBFloat16, {2}), Error);
+  EXPECT_THROW(NpyRowWriter(std::filesystem::path("/nonexistent-dir/x.npy"), DataType::kInt32, {}),
+               Error);
 }
 
 void expect_error(const std::string& bytes, const std::string& fragment) {
