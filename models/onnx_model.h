@@ -12,6 +12,10 @@
 //    immediately accumulated into the first dense layer; the second dense layer and both heads
 //    run as one kernel (mlp_two_heads). With OnnxModelOptions::precision bf16 / fp16 the conv
 //    and the first dense layer read 16-bit weights (rounded once at load), input and slab.
+//  - sparse: beside the fused plan in fp32, the patches whose conv windows are mostly empty.
+// Each plan is an object of its own (onnx_unfused_plan.h, onnx_fused_plan.h,
+// onnx_sparse_execution.h) over the values' shared device storage (onnx_value_storage.h);
+// OnnxModel chooses among them and writes the plan log (plan_log.h).
 
 #include <filesystem>
 #include <memory>

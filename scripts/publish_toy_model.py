@@ -78,11 +78,11 @@ def write_fp16(trained, out):
     return worst
 
 
-def reco(build, repo, seed, first, events, extra):
-    cmd = [build / "examples/lartpc/kaas-reco", "--mode", "direct", "--send", "image",
+def reco(build, repo, seed, first, events, extra, cwd=None):
+    cmd = [build.resolve() / "examples/lartpc/kaas-reco", "--mode", "direct", "--send", "image",
            "--repository", repo, "--seed", seed, "--first-event", first, "--events", events,
            "--quiet"] + extra
-    return run(cmd, capture_output=True, text=True).stdout
+    return run(cmd, capture_output=True, text=True, cwd=cwd).stdout
 
 
 def validation_split(key):
@@ -120,9 +120,10 @@ def main():
         validation_log = reco(args.build, repo, TRAINING_SEED, validation_first, validation_events,
                               ["--choose-working-point", point, "--metrics-json", validation_json])
         held_json = pathlib.Path(tmp) / "held_out.json"
+        # Run in the output folder: the log names the ROC file as it is kept, not where this ran.
         held_log = reco(args.build, repo, HELD_OUT_SEED, 0, HELD_OUT_EVENTS,
-                        ["--working-point", point, "--metrics-json", held_json,
-                         "--roc", args.out / "michel_roc.svg"])
+                        ["--working-point", point.resolve(), "--metrics-json", held_json,
+                         "--roc", "michel_roc.svg"], cwd=args.out)
         validation = json.loads(validation_json.read_text())
         held_out = json.loads(held_json.read_text())
     (args.out / "validation.log").write_text(validation_log)
@@ -133,16 +134,19 @@ def main():
     manifest = {
         "model": "EmTrkMichelId (models/emtrk_onnx_generator.h), trained on toy LArTPC events",
         "training_command": ("KAAS_TRAIN_EVENTS={n} KAAS_TRAIN_EPOCHS={e} KAAS_TRAIN_LR_DECAY={d} "
+                             "KAAS_TRAIN_LR_FINAL={f} "
                              "KAAS_TRAIN_SECONDS=0 bash scripts/train_toy_model.sh build/dev && "
                              "build/dev/train-venv/bin/python scripts/publish_toy_model.py "
                              "--build build/dev --trained build/dev/trained").format(
                                  n=validation_first + validation_events, e=report["epochs_run"],
-                                 d=report.get("lr_decay_per_epoch", 1.0)),
+                                 d=report.get("lr_decay_per_epoch", 1.0),
+                                 f=report.get("lr_final", 1.0)),
         "training_key": key,
         "training": {k: report[k] for k in ("patches", "seed", "batch", "optimizer", "michel_loss",
                                             "learning_rate", "epochs_run", "stopped_early",
                                             "train_seconds", "jax") if k in report}
                     | {"lr_decay_per_epoch": report.get("lr_decay_per_epoch", 1.0),
+                       "lr_final": report.get("lr_final", 1.0),
                        "history": history},
         "event_seeds": {"training": TRAINING_SEED, "training_events": f"0..{validation_first - 1}",
                         "validation_events":
