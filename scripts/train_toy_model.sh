@@ -13,7 +13,7 @@
 # Environment:
 #   KAAS_TRAIN_SMOKE=1   one epoch on 2 small events (seconds; the test command's version)
 #   KAAS_TRAIN_EVENTS    training + validation events (default 33; the last 10 % validate)
-#   KAAS_TRAIN_EPOCHS    epochs (default 1; data/emtrk-toy was trained with 3, see its manifest)
+#   KAAS_TRAIN_EPOCHS    epochs (default 1; data/emtrk-toy/manifest.json records its settings)
 #   KAAS_TRAIN_LR_DECAY  learning-rate factor per epoch (default 1: constant)
 #   KAAS_TRAIN_LR_FINAL  the learning rate's last step as a fraction of its first, reached
 #                        smoothly per step (default 1: no decay within epochs)
@@ -117,7 +117,9 @@ if ((validation_events > 0)); then
     { cat "$out/validation.log"; exit 1; }
   grep -E "^Michel working point|^track/em hit accuracy|^Michel hits, eff" "$out/validation.log"
 fi
-rm -rf "$out/data"  # ~1 GB of patches (as much RAM while training); the key reproduces them
+# ~56 MB of patches per event (memory-mapped while training, so disk, not RAM, grows with the
+# events); the key reproduces them.
+rm -rf "$out/data"
 echo "$key" > "$out/key"
 echo "train_toy_model: done in $((SECONDS - start)) s (report: $out/report.json, $out/loss.png, $out/confusion.png)"
 echo "trained model: $out"
