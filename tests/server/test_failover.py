@@ -217,9 +217,11 @@ def run(fleet, repo, args):
     check(code == 0, f"SIGTERM one of 2: the drained server exited with {code}")
     check("drain over" in drained.output(), "SIGTERM one of 2: the server logged its drain")
 
-    # 4. every server down -> the fallback; back to the server once it returns. The load's last
-    # two seconds, checked to run on the server, begin 4.5 s after the restart begins.
-    load = Load(args.client_load, repo, fleet.addresses([0]), seconds=10, clients=4, fallback=True)
+    # 4. every server down -> the fallback; back to the server once it returns. The load stops two
+    # whole seconds on the server after the restart (stop_when below); 30 s only bounds it, since
+    # a restart on a loaded machine can take several seconds (10 s were too few under CPU
+    # contention: the load ran out 1 s after the server was back).
+    load = Load(args.client_load, repo, fleet.addresses([0]), seconds=30, clients=4, fallback=True)
     time.sleep(1)
     fleet.servers[0].process.send_signal(signal.SIGKILL)
     fleet.servers[0].process.wait()
