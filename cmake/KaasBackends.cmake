@@ -11,10 +11,9 @@
 # property); BACKENDS defaults to all enabled ones.
 
 # The backends, in the order of KAAS_BACKEND_LIST (backends/backend_list.h, checked by
-# test_core). serial and gpu_emu are always built; the others follow KAAS_ENABLE_<BACKEND>.
+# test_core). serial is always built; the others follow KAAS_ENABLE_<BACKEND>.
 set(KAAS_ALL_BACKENDS serial openmp tbb gpu_emu cuda hip)
 set(KAAS_ENABLE_SERIAL ON)
-set(KAAS_ENABLE_GPU_EMU ON)
 set(KAAS_BACKENDS)
 set(KAAS_HAVE_BACKEND_DEFINES)
 foreach(backend IN LISTS KAAS_ALL_BACKENDS)

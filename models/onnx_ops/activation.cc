@@ -7,7 +7,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace activation_entry {
 
 bool parse(NodeContext& n, Op& op) {
   const std::string& t = op.op_type;
@@ -44,9 +45,12 @@ constexpr NodeTests kTests[] = {{"node", "test_sigmoid", true},
                                 {"pytorch-converted", "test_LeakyReLU", true},
                                 {"pytorch-converted", "test_Sigmoid"}};
 
-}  // namespace
+}  // namespace activation_entry
 
-const OpDef activation_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef activation_op{.onnx_types = activation_entry::kTypes,
+                          .parse = activation_entry::parse,
+                          .shape = activation_entry::shape,
+                          .run = activation_entry::run,
+                          .node_tests = activation_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -5,7 +5,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace add_entry {
 
 bool parse(NodeContext& n, Op&) {
   n.allow_attributes({});
@@ -30,9 +31,12 @@ constexpr std::string_view kTypes[] = {"Add"};
 constexpr NodeTests kTests[] = {
     {"node", "test_add"}, {"node", "test_add_bcast"}, {"node", "test_add_uint8"}};
 
-}  // namespace
+}  // namespace add_entry
 
-const OpDef add_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef add_op{.onnx_types = add_entry::kTypes,
+                   .parse = add_entry::parse,
+                   .shape = add_entry::shape,
+                   .run = add_entry::run,
+                   .node_tests = add_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -10,7 +10,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace clip_entry {
 
 int scalar_constant(NodeContext& n, const Op& op, const char* name, float value) {
   Value v;
@@ -78,9 +79,12 @@ constexpr NodeTests kTests[] = {{"node", "test_clip"},
                                 {"node", "test_clip_default_max"},
                                 {"pytorch-operator", "test_operator_clip"}};
 
-}  // namespace
+}  // namespace clip_entry
 
-const OpDef clip_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef clip_op{.onnx_types = clip_entry::kTypes,
+                    .parse = clip_entry::parse,
+                    .shape = clip_entry::shape,
+                    .run = clip_entry::run,
+                    .node_tests = clip_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -6,7 +6,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace concat_entry {
 
 struct ConcatAttrs {
   int64_t axis = 0;
@@ -58,9 +59,12 @@ void run(const RunContext& ctx, const Op& op) {
 constexpr std::string_view kTypes[] = {"Concat"};
 constexpr NodeTests kTests[] = {{"node", "test_concat_", true}};
 
-}  // namespace
+}  // namespace concat_entry
 
-const OpDef concat_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef concat_op{.onnx_types = concat_entry::kTypes,
+                      .parse = concat_entry::parse,
+                      .shape = concat_entry::shape,
+                      .run = concat_entry::run,
+                      .node_tests = concat_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -4,7 +4,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace constant_entry {
 
 bool parse(NodeContext& n, Op& op) {
   n.allow_attributes({"value"});
@@ -18,8 +19,10 @@ bool parse(NodeContext& n, Op& op) {
 constexpr std::string_view kTypes[] = {"Constant"};
 constexpr NodeTests kTests[] = {{"node", "test_constant"}};
 
-}  // namespace
+}  // namespace constant_entry
 
-const OpDef constant_op{.onnx_types = kTypes, .parse = parse, .node_tests = kTests};
+const OpDef constant_op{.onnx_types = constant_entry::kTypes,
+                        .parse = constant_entry::parse,
+                        .node_tests = constant_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

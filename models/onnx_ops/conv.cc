@@ -8,7 +8,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace conv_entry {
 
 void check_2d(const Op& op, const std::vector<int64_t>& v, const char* name) {
   if (!v.empty() && v.size() != 2)
@@ -95,9 +96,12 @@ constexpr std::string_view kTypes[] = {"Conv"};
 constexpr NodeTests kTests[] = {{"node", "test_conv_with_", true},
                                 {"pytorch-converted", "test_Conv2d", true}};
 
-}  // namespace
+}  // namespace conv_entry
 
-const OpDef conv_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef conv_op{.onnx_types = conv_entry::kTypes,
+                    .parse = conv_entry::parse,
+                    .shape = conv_entry::shape,
+                    .run = conv_entry::run,
+                    .node_tests = conv_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -5,7 +5,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace flatten_entry {
 
 bool parse(NodeContext& n, Op& op) {
   n.allow_attributes({"axis"});
@@ -26,12 +27,12 @@ Shape shape(const Op& op, const Graph&, const std::vector<Shape>& shapes) {
 constexpr std::string_view kTypes[] = {"Flatten"};
 constexpr NodeTests kTests[] = {{"node", "test_flatten_", true}};
 
-}  // namespace
+}  // namespace flatten_entry
 
-const OpDef flatten_op{.onnx_types = kTypes,
-                       .parse = parse,
-                       .shape = shape,
+const OpDef flatten_op{.onnx_types = flatten_entry::kTypes,
+                       .parse = flatten_entry::parse,
+                       .shape = flatten_entry::shape,
                        .output_aliases_input = true,
-                       .node_tests = kTests};
+                       .node_tests = flatten_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

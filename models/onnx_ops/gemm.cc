@@ -8,7 +8,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace gemm_entry {
 
 bool parse(NodeContext& n, Op& op) {
   // Opset < 7 marks a broadcast C with 'broadcast'; kaas always broadcasts C ONNX-style.
@@ -67,10 +68,10 @@ constexpr std::string_view kTypes[] = {"Gemm"};
 constexpr NodeTests kTests[] = {{"node", "test_gemm_", true},
                                 {"pytorch-converted", "test_Linear", true}};
 
-}  // namespace
+}  // namespace gemm_entry
 
 View2<const float> gemm_c_view(const float* data, const Shape& c) {
-  if (c.size() == 2) return view2(data, c);
+  if (c.size() == 2) return gemm_entry::view2(data, c);
   View2<const float> v;
   v.data = data;
   v.extent[0] = 1;
@@ -80,7 +81,10 @@ View2<const float> gemm_c_view(const float* data, const Shape& c) {
   return v;
 }
 
-const OpDef gemm_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef gemm_op{.onnx_types = gemm_entry::kTypes,
+                    .parse = gemm_entry::parse,
+                    .shape = gemm_entry::shape,
+                    .run = gemm_entry::run,
+                    .node_tests = gemm_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -4,7 +4,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace identity_entry {
 
 void check_dropout_is_inference(NodeContext& n, const Op& op) {
   if (op.has_input(2)) {
@@ -34,8 +35,10 @@ constexpr std::string_view kTypes[] = {"Dropout", "Identity"};
 constexpr NodeTests kTests[] = {{"node", "test_identity", true},
                                 {"node", "test_dropout_default", true}};
 
-}  // namespace
+}  // namespace identity_entry
 
-const OpDef identity_op{.onnx_types = kTypes, .parse = parse, .node_tests = kTests};
+const OpDef identity_op{.onnx_types = identity_entry::kTypes,
+                        .parse = identity_entry::parse,
+                        .node_tests = identity_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

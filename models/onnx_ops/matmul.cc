@@ -6,7 +6,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace matmul_entry {
 
 bool parse(NodeContext& n, Op&) {
   n.allow_attributes({});
@@ -37,9 +38,12 @@ constexpr std::string_view kTypes[] = {"MatMul"};
 constexpr NodeTests kTests[] = {
     {"node", "test_matmul_2d"}, {"node", "test_matmul_3d"}, {"node", "test_matmul_4d"}};
 
-}  // namespace
+}  // namespace matmul_entry
 
-const OpDef matmul_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef matmul_op{.onnx_types = matmul_entry::kTypes,
+                      .parse = matmul_entry::parse,
+                      .shape = matmul_entry::shape,
+                      .run = matmul_entry::run,
+                      .node_tests = matmul_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -6,7 +6,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace reshape_entry {
 
 struct ReshapeAttrs {
   bool allow_zero = false;
@@ -53,12 +54,12 @@ Shape shape(const Op& op, const Graph& graph, const std::vector<Shape>& shapes) 
 constexpr std::string_view kTypes[] = {"Reshape"};
 constexpr NodeTests kTests[] = {{"node", "test_reshape_", true}};
 
-}  // namespace
+}  // namespace reshape_entry
 
-const OpDef reshape_op{.onnx_types = kTypes,
-                       .parse = parse,
-                       .shape = shape,
+const OpDef reshape_op{.onnx_types = reshape_entry::kTypes,
+                       .parse = reshape_entry::parse,
+                       .shape = reshape_entry::shape,
                        .output_aliases_input = true,
-                       .node_tests = kTests};
+                       .node_tests = reshape_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -5,7 +5,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace softmax_entry {
 
 bool parse(NodeContext& n, Op& op) {
   n.allow_attributes({"axis"});
@@ -45,9 +46,12 @@ constexpr NodeTests kTests[] = {{"node", "test_softmax_", true},
                                 {"pytorch-converted", "test_softmax_", true},
                                 {"pytorch-converted", "test_log_softmax_", true}};
 
-}  // namespace
+}  // namespace softmax_entry
 
-const OpDef softmax_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef softmax_op{.onnx_types = softmax_entry::kTypes,
+                       .parse = softmax_entry::parse,
+                       .shape = softmax_entry::shape,
+                       .run = softmax_entry::run,
+                       .node_tests = softmax_entry::kTests};
 
 }  // namespace kaas::models::onnx_import

@@ -9,7 +9,8 @@
 
 namespace kaas::models::onnx_import {
 
-namespace {
+// Named, not anonymous: the op files share translation units in unity builds.
+namespace transpose_entry {
 
 bool parse(NodeContext& n, Op& op) {
   n.allow_attributes({"perm"});
@@ -57,9 +58,12 @@ void run(const RunContext& ctx, const Op& op) {
 constexpr std::string_view kTypes[] = {"Transpose"};
 constexpr NodeTests kTests[] = {{"node", "test_transpose_", true}};
 
-}  // namespace
+}  // namespace transpose_entry
 
-const OpDef transpose_op{
-    .onnx_types = kTypes, .parse = parse, .shape = shape, .run = run, .node_tests = kTests};
+const OpDef transpose_op{.onnx_types = transpose_entry::kTypes,
+                         .parse = transpose_entry::parse,
+                         .shape = transpose_entry::shape,
+                         .run = transpose_entry::run,
+                         .node_tests = transpose_entry::kTests};
 
 }  // namespace kaas::models::onnx_import
