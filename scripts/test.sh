@@ -16,7 +16,8 @@
 #      file), its install consumed by examples/consumer_kernels; and gpu_check.sh without a GPU
 #      must refuse
 #   4. g++ with ThreadSanitizer, serial + gpu_emu (libgomp is not instrumented): only the server,
-#      the client and their tests are built and run (ctest label tsan)
+#      the client and their tests are built and run (ctest label tsan); the serial kernel bodies
+#      and SIMD paths, single-threaded arithmetic, are left uninstrumented
 # In CI (CI=true) a missing nvcc or hipcc, or a missing package of any component, is an error
 # instead of a disabled backend or component.
 #

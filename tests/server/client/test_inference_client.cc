@@ -137,8 +137,9 @@ const std::vector<std::string> kCnnOutputs = {"em_trk_none_netout/Softmax",
                                               "michel_netout/Sigmoid"};
 
 TEST_F(ClientTest, DirectAndRemoteGiveIdenticalScoresForImagesAndPatches) {
-  // Sizes: what the property needs (ragged entries, an empty one, two chunks), no more: every
-  // patch costs ~10 ms under ThreadSanitizer, where this suite is the longest test.
+  // Sizes: what the property needs (ragged entries, an empty one, two chunks), no more: under
+  // ThreadSanitizer, where this suite is the longest test, the model code around the kernels
+  // is instrumented.
   const std::vector<Plane> planes = {make_plane(90, 120, 40, 1), make_plane(70, 100, 24, 3),
                                      make_plane(110, 90, 0, 5)};
   auto d = direct("michel_from_image", BatchMode::kRagged);
