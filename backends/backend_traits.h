@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kaas/backends/backend.h"
+#include "kaas/backends/backend_list.h"
 
 namespace kaas {
 
@@ -24,22 +25,17 @@ struct BackendTraits {
   bool test_only = false;
 };
 
+// From the traits column of KAAS_BACKEND_LIST.
+#define KAAS_TRAITS_FIELDS(...) __VA_ARGS__
+#define KAAS_TRAITS_CASE(ns, id, macro, preference, traits, ...) \
+  case BackendId::id:                                            \
+    return BackendTraits{KAAS_TRAITS_FIELDS traits};
 constexpr BackendTraits traits_of(BackendId id) {
-  switch (id) {
-    case BackendId::kSerial:
-      return {true, HostThreads::kCaller, false};
-    case BackendId::kOpenmp:
-      return {true, HostThreads::kOpenmp, false};
-    case BackendId::kTbb:
-      return {true, HostThreads::kTbb, false};
-    case BackendId::kGpuEmu:
-      return {false, HostThreads::kCaller, true};
-    case BackendId::kCuda:
-    case BackendId::kHip:
-      return {};
-  }
+  switch (id) { KAAS_BACKEND_LIST(KAAS_TRAITS_CASE) }
   return {};
 }
+#undef KAAS_TRAITS_CASE
+#undef KAAS_TRAITS_FIELDS
 
 constexpr bool host_simd(BackendId id) {
   return traits_of(id).host_simd;

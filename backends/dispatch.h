@@ -17,13 +17,13 @@
 #include "kaas/build_config.h"
 #include "kaas/common/error.h"
 
-#define KAAS_DECLARE_LAUNCHER_IN(ns, id, macro, preference, ret, name, params) \
-  KAAS_IF_COMPILED(                                                            \
+#define KAAS_DECLARE_LAUNCHER_IN(ns, id, macro, preference, traits, ret, name, params) \
+  KAAS_IF_COMPILED(                                                                    \
       macro, namespace ns { ret name params; })
 #define KAAS_DECLARE_LAUNCHER(ret, name, params) \
   KAAS_BACKEND_LIST(KAAS_DECLARE_LAUNCHER_IN, ret, name, params)
 
-#define KAAS_LAUNCH_ARM(ns, id, macro, preference, launcher, ...) \
+#define KAAS_LAUNCH_ARM(ns, id, macro, preference, traits, launcher, ...) \
   KAAS_IF_COMPILED(macro, case ::kaas::BackendId::id : return ::kaas::ns::launcher(__VA_ARGS__);)
 
 #define KAAS_RETURN_LAUNCH(queue, launcher, ...)                                             \

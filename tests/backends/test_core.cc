@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kaas/backends/backend.h"
+#include "kaas/backends/backend_traits.h"
 #include "kaas/backends/view.h"
 #include "kaas/build_config.h"
 #include "kaas/common/error.h"
@@ -91,6 +92,30 @@ TEST(Registry, BackendListMatchesCMakeAndBuildConfig) {
   std::string choices = "auto";
   for (const std::string& name : compiled) choices += ", " + name;
   EXPECT_EQ(backend_choices(), choices);
+}
+
+// The traits column of KAAS_BACKEND_LIST, as the library reads it: the host CPU backends get
+// the SIMD paths and their own thread model, the emulator is test-only, the GPUs neither.
+TEST(Registry, BackendTraitsComeFromTheList) {
+  struct Expected {
+    BackendId id;
+    bool host_simd;
+    HostThreads threads;
+    bool test_only;
+  };
+  const Expected expected[] = {{BackendId::kSerial, true, HostThreads::kCaller, false},
+                               {BackendId::kOpenmp, true, HostThreads::kOpenmp, false},
+                               {BackendId::kTbb, true, HostThreads::kTbb, false},
+                               {BackendId::kGpuEmu, false, HostThreads::kCaller, true},
+                               {BackendId::kCuda, false, HostThreads::kCaller, false},
+                               {BackendId::kHip, false, HostThreads::kCaller, false}};
+  for (const Expected& e : expected) {
+    const BackendTraits t = traits_of(e.id);
+    EXPECT_EQ(t.host_simd, e.host_simd) << to_string(e.id);
+    EXPECT_EQ(t.threads, e.threads) << to_string(e.id);
+    EXPECT_EQ(t.test_only, e.test_only) << to_string(e.id);
+    EXPECT_EQ(host_simd(e.id), e.host_simd) << to_string(e.id);
+  }
 }
 
 TEST(Registry, UnknownBackendIsNotFoundAndListsTheKnownOnes) {

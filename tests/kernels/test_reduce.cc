@@ -32,8 +32,8 @@ TEST_P(ReduceTest, RowsMatchDoubleReference) {
   // AddressSanitizer (the index arithmetic, scripts/test.sh step 2) 2^16 + 7 keep the odd tail
   // and every group's many passes at a sixteenth of the work (32 s on gpu_emu before).
   constexpr int64_t kLongRow = kAddressSanitizer ? (1 << 16) + 7 : (1 << 20) + 7;
-  const Shape shapes[] = {
-      {0, 5}, {1, 0}, {1, 1}, {3, 31}, {5, 32}, {7, 33}, {2, 1000}, {1, kLongRow}, {257, 33}};
+  const Shape shapes[] = {{0, 5},  {1, 0},    {1, 1},        {3, 31},  {5, 32},
+                          {7, 33}, {2, 1000}, {1, kLongRow}, {257, 33}};
   int64_t skipped = 0;
   for (const Shape s : shapes) {
     const auto x =
