@@ -353,18 +353,21 @@ struct BinnedSearchKernel {
     float worst = heap.worst_d();
     int32_t worst_index = heap.worst_i();
     const float x0 = q.coords[grid.dim[0]];
-    if (face) {
-      int32_t a = lo[0], e = hi[0];
-      trim(grid, x0, worst, row_bound, a, e);
+    // One call site of scan for both kinds of row: inlined on a GPU, each site costs the
+    // compilers a copy of the block scan and merge (r > 0 for the two end cells: distinct).
+    for (int side = 0; side < (face ? 1 : 2); ++side) {
+      int32_t a, e;
+      if (face) {
+        a = lo[0];
+        e = hi[0];
+        trim(grid, x0, worst, row_bound, a, e);
+      } else {
+        a = e = side == 0 ? c[0] - r : c[0] + r;
+        if (a < 0 || a >= grid.bins[0]) continue;
+        const float dx = cell_gap(grid, x0, 0, a);
+        if ((row_bound + dx * dx) * 0.9999f > worst) continue;
+      }
       if (a <= e) Query::scan(q, starts[row + a], starts[row + e + 1], heap, worst, worst_index);
-      return;
-    }
-    for (int side = 0; side < 2; ++side) {  // r > 0 here: two distinct cells
-      const int32_t cx = side == 0 ? c[0] - r : c[0] + r;
-      if (cx < 0 || cx >= grid.bins[0]) continue;
-      const float dx = cell_gap(grid, x0, 0, cx);
-      if ((row_bound + dx * dx) * 0.9999f > worst) continue;
-      Query::scan(q, starts[row + cx], starts[row + cx + 1], heap, worst, worst_index);
     }
   }
 };
