@@ -7,9 +7,9 @@
 #   kaas_backend(<name> [GPU] [COMPILER host|nvcc|hipcc] LAUNCH_HEADER <header>
 #                [RUNTIME_SOURCES <files...>] [RUNTIME_OBJECTS <files...>] [LIBRARIES <targets...>])
 #     GPU              device code (KAAS_BACKEND_IS_GPU 1; nvcc or hipcc must compile it)
-#     COMPILER         host: the C++ compiler (default); nvcc: through a generated one-line .cu
-#                      that includes the source; hipcc: hipcc -x hip, driven directly (CMake's HIP
-#                      language needs a hip-lang package Debian lacks)
+#     COMPILER         host: the C++ compiler (default); nvcc: through a generated .cu that
+#                      includes the source (a batch of them in a unity build); hipcc: hipcc -x hip,
+#                      driven directly (CMake's HIP language needs a hip-lang package Debian lacks)
 #     LAUNCH_HEADER    its launch(), as "kaas/backends/..." (KAAS_BACKEND_LAUNCH_HEADER)
 #     RUNTIME_SOURCES  host sources of its runtime side, added to kaas_backends
 #     RUNTIME_OBJECTS  runtime sources compiled as the backend's own objects (GPU runtimes)
@@ -20,7 +20,10 @@
 #
 # kaas_add_backend_objects(<target> SOURCES <files...> [BACKENDS <backends...>])
 # adds the objects to the existing library <target> (and lists them in its KAAS_BACKEND_OBJECTS
-# property); BACKENDS defaults to all enabled ones.
+# property); BACKENDS defaults to all enabled ones. With CMAKE_UNITY_BUILD on, nvcc and hipcc
+# get the sources in batches of CMAKE_UNITY_BUILD_BATCH_SIZE, as the host compiler does (CMake
+# 3.25 batches only C and C++): each nvcc or hipcc call pays ~6-8 s of its own (runtime headers
+# parsed for the host and each architecture, its tool chain started), whatever the kernel.
 
 set(KAAS_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
 set(_kaas_include_dirs ${PROJECT_SOURCE_DIR} ${KAAS_GENERATED_DIR})
@@ -125,20 +128,61 @@ function(kaas_add_backend_objects target)
   endforeach()
 endfunction()
 
+# The number of sources per nvcc or hipcc call: 1, or with CMAKE_UNITY_BUILD its batch size.
+function(_kaas_device_batch_size out_var)
+  set(batch_size 1)
+  if(CMAKE_UNITY_BUILD)
+    set(batch_size 8)  # CMake's default
+    if(DEFINED CMAKE_UNITY_BUILD_BATCH_SIZE)
+      set(batch_size ${CMAKE_UNITY_BUILD_BATCH_SIZE})
+    endif()
+  endif()
+  list(LENGTH ARGN count)
+  if(batch_size EQUAL 0 OR batch_size GREATER count)  # 0: all in one, as in CMake
+    set(batch_size ${count})
+  endif()
+  set(${out_var} ${batch_size} PARENT_SCOPE)
+endfunction()
+
+# The files nvcc or hipcc compile for the sources, written into `dir` as wrappers that include
+# them: <source path with __ for />${ext} per source, or <unity_name>_unity_<n>${ext} per batch.
+function(_kaas_device_translation_units out_var dir unity_name ext)
+  _kaas_device_batch_size(batch_size ${ARGN})
+  list(LENGTH ARGN count)
+  set(units)
+  set(content)
+  set(in_batch 0)
+  foreach(src IN LISTS ARGN)
+    get_filename_component(abs ${src} ABSOLUTE)
+    string(APPEND content "#include \"${abs}\"\n")
+    math(EXPR in_batch "${in_batch} + 1")
+    list(LENGTH units done)
+    math(EXPR remaining "${count} - ${done} * ${batch_size} - ${in_batch}")
+    if(in_batch LESS batch_size AND remaining GREATER 0)
+      continue()
+    endif()
+    if(batch_size EQUAL 1)
+      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
+      string(REPLACE "/" "__" flat ${rel})
+      set(unit ${dir}/${flat}${ext})
+    else()
+      set(unit ${dir}/${unity_name}_unity_${done}${ext})
+    endif()
+    file(CONFIGURE OUTPUT ${unit} CONTENT "${content}")
+    list(APPEND units ${unit})
+    set(content)
+    set(in_batch 0)
+  endforeach()
+  set(${out_var} ${units} PARENT_SCOPE)
+endfunction()
+
 # The host compiler's or nvcc's objects of one backend: an object library <target>_<backend>.
 function(_kaas_add_object_library target backend compiler)
   string(TOUPPER ${backend} upper)
   set(objlib ${target}_${backend})
   if(compiler STREQUAL "nvcc")
-    set(shims)
-    foreach(src IN LISTS ARGN)
-      get_filename_component(abs ${src} ABSOLUTE)
-      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
-      string(REPLACE "/" "__" flat ${rel})
-      set(shim ${CMAKE_CURRENT_BINARY_DIR}/cuda_shims/${flat}.cu)
-      file(CONFIGURE OUTPUT ${shim} CONTENT "#include \"${abs}\"\n")
-      list(APPEND shims ${shim})
-    endforeach()
+    _kaas_device_translation_units(shims ${CMAKE_CURRENT_BINARY_DIR}/cuda_shims ${objlib} .cu
+                                   ${ARGN})
     add_library(${objlib} OBJECT ${shims})
     target_compile_options(${objlib} PRIVATE
       --expt-relaxed-constexpr -Xptxas=-v -Xcompiler=-Wall,-Wextra
@@ -171,17 +215,31 @@ function(_kaas_add_hipcc_objects target backend)
   if(KAAS_WERROR)
     list(APPEND hip_flags -Werror)
   endif()
-  foreach(src IN LISTS ARGN)
-    get_filename_component(abs ${src} ABSOLUTE)
-    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/hip_objects)
+  _kaas_device_batch_size(batch_size ${ARGN})
+  set(units)
+  if(batch_size EQUAL 1)  # hipcc takes each source as it is
+    foreach(src IN LISTS ARGN)
+      get_filename_component(abs ${src} ABSOLUTE)
+      list(APPEND units ${abs})
+    endforeach()
+  else()
+    _kaas_device_translation_units(units ${dir} ${target}_${backend} .hip ${ARGN})
+  endif()
+  foreach(unit IN LISTS units)
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${unit})
     string(REPLACE "/" "__" flat ${rel})
-    set(obj ${CMAKE_CURRENT_BINARY_DIR}/hip_objects/${flat}.o)
+    if(batch_size GREATER 1)
+      get_filename_component(flat ${unit} NAME)
+      file(RELATIVE_PATH rel ${PROJECT_BINARY_DIR} ${unit})
+    endif()
+    set(obj ${dir}/${flat}.o)
     add_custom_command(
       OUTPUT ${obj}
       COMMAND ${KAAS_HIPCC} -x hip ${hip_flags} ${arch_flags} -DKAAS_BACKEND_${upper}=1
               -I${PROJECT_SOURCE_DIR} -I${KAAS_GENERATED_DIR} -MD -MF ${obj}.d
-              -c ${abs} -o ${obj}
-      DEPENDS ${abs}
+              -c ${unit} -o ${obj}
+      DEPENDS ${unit}
       DEPFILE ${obj}.d
       COMMENT "hipcc (${KAAS_HIP_ARCHITECTURES}) ${rel}"
       VERBATIM)

@@ -81,9 +81,9 @@ longest_tests() {
 }
 
 # Unity builds (CMake batches 16 sources of a target into one translation unit, so shared headers
-# are parsed once): configurations 1, 2 and 4 compile in about two thirds of the CPU time
-# (bench/results/test-command-cpu.md). Configuration 3 and every build outside this script compile
-# each source alone, which keeps each file's own includes honest.
+# are parsed once; cmake/KaasBackends.cmake does the same for nvcc and hipcc): configurations 1, 2
+# and 4 compile in about two thirds of the CPU time (bench/results/test-command-cpu.md).
+# Configuration 3 compiles each source alone, which keeps each file's own includes honest.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 
 step "1/4 g++ + libgomp, all backends"
