@@ -29,4 +29,10 @@ inline constexpr double kSanitizerBudgetScale = kAddressSanitizer ? 0.1 : 1.0;
 // prints how many were over budget.
 void expect_cases_pass(const Backend& backend, std::string_view kernel);
 
+// Whether this test run cross-checks the host references against an independent one (Eigen).
+// That compares two host computations of the same case, so it depends on neither the backend
+// nor the sanitizer: it runs once, with the serial backend outside AddressSanitizer (step 1 of
+// the test command, whose serial runs see every case the other backends and ASan see).
+bool cross_check_references(const Backend& backend);
+
 }  // namespace kaas::testing
