@@ -29,19 +29,29 @@ GemmInputs gemm_inputs(const GemmCase& c) {
   return in;
 }
 
-void gemm_reference(const GemmCase& c, const GemmInputs& in, std::vector<double>& expected,
-                    std::vector<double>& tolerance) {
-  std::vector<double> product(size_t(c.m * c.n), 0.0), magnitude(product.size(), 0.0);
+namespace {
+
+KAAS_REFERENCE_LOOP void gemm_reference_loops(const GemmCase& c, const float* a_values,
+                                              const float* b_values, double* product,
+                                              double* magnitude) {
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t p = 0; p < c.k; ++p) {
-      const double a = c.trans_a ? in.a[p * c.m + i] : in.a[i * c.k + p];
+      const double a = c.trans_a ? a_values[p * c.m + i] : a_values[i * c.k + p];
       for (int64_t j = 0; j < c.n; ++j) {
-        const double b = c.trans_b ? in.b[j * c.k + p] : in.b[p * c.n + j];
+        const double b = c.trans_b ? b_values[j * c.k + p] : b_values[p * c.n + j];
         product[i * c.n + j] += a * b;
-        magnitude[i * c.n + j] += std::abs(a * b);
+        magnitude[i * c.n + j] += __builtin_fabs(a * b);  // std::abs would not inline here
       }
     }
   }
+}
+
+}  // namespace
+
+void gemm_reference(const GemmCase& c, const GemmInputs& in, std::vector<double>& expected,
+                    std::vector<double>& tolerance) {
+  std::vector<double> product(size_t(c.m * c.n), 0.0), magnitude(product.size(), 0.0);
+  gemm_reference_loops(c, in.a.data(), in.b.data(), product.data(), magnitude.data());
   expected.resize(product.size());
   tolerance.resize(product.size());
   const bool exact = c.integers && c.epilogue.activation != Activation::kSigmoid;

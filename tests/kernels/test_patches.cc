@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "cases/patches_cases.h"
 #include "tests/support/backends_under_test.h"
