@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #if defined(KAAS_FIBER_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(KAAS_FIBER_TSAN)
@@ -38,6 +39,16 @@ class FiberSanitizerState {
     state.owns_tsan_fiber_ = true;
 #endif
     return state;
+  }
+  // A fiber about to start on `stack_bottom` (a stack earlier fibers may have left with
+  // poisoned frames): its shadow cleared once. ASan's swapcontext interceptor would clear the
+  // target's whole uc_stack on every switch instead; the scheduler leaves uc_stack empty after
+  // makecontext (its only reader) for that reason.
+  static void clear_stack([[maybe_unused]] void* stack_bottom,
+                          [[maybe_unused]] size_t stack_bytes) {
+#if defined(KAAS_FIBER_ASAN)
+    __asan_unpoison_memory_region(stack_bottom, stack_bytes);
+#endif
   }
   void destroy() {
 #if defined(KAAS_FIBER_TSAN)
