@@ -219,8 +219,11 @@ WorstCases worst_cases(const Scores& fp32, int64_t n, int64_t count) {
   return worst;
 }
 
-// The realistic sample with its fp32 scores on `backend` and its worst cases, computed once per
-// process and backend kind (CPU or emulated GPU).
+// The realistic sample with its fp32 scores and its worst cases, computed once per process on
+// the CPU backend that checks the 16-bit properties (openmp, serial where openmp does not run:
+// the same bits, CpuBackendsGiveTheSameBits). Every instance selects its patches from it, the
+// emulated GPU's and a GPU's too; the host backends' instances share one process
+// (tests/CMakeLists.txt), so the 20,480-patch fp32 pass runs once.
 struct Sample {
   int64_t n = 0;
   const std::vector<float>* patches = nullptr;
@@ -228,27 +231,32 @@ struct Sample {
   WorstCases worst;
 };
 
-const Sample& cpu_sample(const Backend& backend) {
+const Backend& sample_backend() {
+  for (const Backend* b : compiled_backends())
+    if (b->id() == BackendId::kOpenmp && b->available()) return *b;
+  return find_backend("serial");
+}
+
+const Sample& cpu_sample() {
   static Sample sample;
   if (sample.n > 0) return sample;
   sample.n = sample_wanted();
   sample.patches = &realistic_patches(sample.n);
-  sample.fp32 = run_model(backend, models::Precision::kFp32, *sample.patches, sample.n);
+  sample.fp32 = run_model(sample_backend(), models::Precision::kFp32, *sample.patches, sample.n);
   sample.worst = worst_cases(sample.fp32, sample.n, kWorstPatches);
   return sample;
 }
 
 // A smaller selection for the costlier checks: `count / 2` of the sample's most sensitive rows
 // (spread over the margin and Michel parts of the worst set) followed by `count / 2` ordinary
-// ones (its controls). The emulated GPU selects them with the serial backend's fp32 pass.
+// ones (its controls).
 struct MixedRows {
   std::vector<int64_t> rows;
   int64_t ordinary = 0;  // the last `ordinary` rows are controls
 };
 
-MixedRows mixed_rows(const Backend& backend, int64_t count) {
-  const Sample& sample =
-      cpu_sample(backend.id() == BackendId::kGpuEmu ? find_backend("serial") : backend);
+MixedRows mixed_rows(int64_t count) {
+  const Sample& sample = cpu_sample();
   const auto& worst = sample.worst;
   const int64_t sensitive = int64_t(worst.rows.size() - worst.controls.size());
   const int64_t half = std::min<int64_t>(count / 2, int64_t(worst.controls.size()));
@@ -302,8 +310,8 @@ TEST_P(EmTrkPrecision, ReducedPrecisionAgreesWithFp32OnTheWorstPatches) {
   if (!emulator && !is_accuracy_backend(backend))
     GTEST_SKIP() << "checked on openmp, whose bits serial gives too (CpuBackendsGiveTheSameBits)";
   if (emulator) {
-    const MixedRows mixed = mixed_rows(backend, kEmulatorPatches);
-    const Sample& sample = cpu_sample(find_backend("serial"));
+    const MixedRows mixed = mixed_rows(kEmulatorPatches);
+    const Sample& sample = cpu_sample();
     const auto patches = select_patches(*sample.patches, mixed.rows);
     const int64_t n = int64_t(mixed.rows.size());
     const Scores fp32 = run_model(backend, models::Precision::kFp32, patches, n);
@@ -319,7 +327,7 @@ TEST_P(EmTrkPrecision, ReducedPrecisionAgreesWithFp32OnTheWorstPatches) {
     }
     return;
   }
-  const Sample& sample = cpu_sample(backend);
+  const Sample& sample = cpu_sample();
   for (const float v : sample.fp32.softmax) ASSERT_TRUE(std::isfinite(v));
   const auto& rows = sample.worst.rows;
   const int64_t k = int64_t(rows.size());
@@ -360,8 +368,8 @@ TEST_P(EmTrkPrecision, CpuBackendsGiveTheSameBits) {
   const Backend& backend = *GetParam();
   if (backend.id() != BackendId::kOpenmp) GTEST_SKIP() << "compared in the openmp run";
   const Backend& serial = find_backend("serial");
-  const auto rows = mixed_rows(backend, 64).rows;
-  const Sample& sample = cpu_sample(backend);
+  const auto rows = mixed_rows(64).rows;
+  const Sample& sample = cpu_sample();
   const auto patches = select_patches(*sample.patches, rows);
   const int64_t n = int64_t(rows.size());
   const auto keras = models::EmTrkGraphStyle::kKeras;
@@ -390,10 +398,9 @@ TEST_P(EmTrkPrecision, PyTorchGraphInBf16AgreesWithFp32) {
   const bool emulator = backend.id() == BackendId::kGpuEmu;
   if (!emulator && !is_accuracy_backend(backend))
     GTEST_SKIP() << "checked on openmp, whose bits serial gives too (CpuBackendsGiveTheSameBits)";
-  const MixedRows mixed = mixed_rows(backend, emulator ? 16 : 256);
+  const MixedRows mixed = mixed_rows(emulator ? 16 : 256);
   const int64_t n = int64_t(mixed.rows.size());
-  const auto patches =
-      select_patches(*cpu_sample(emulator ? find_backend("serial") : backend).patches, mixed.rows);
+  const auto patches = select_patches(*cpu_sample().patches, mixed.rows);
   const auto style = models::EmTrkGraphStyle::kPyTorch;
   const Scores fp32 = run_model(backend, models::Precision::kFp32, patches, n, style);
   const Scores bf16 = run_model(backend, models::Precision::kBf16, patches, n, style);
@@ -423,10 +430,9 @@ TEST_P(EmTrkPrecision, APatchScoresTheSameWhateverItIsBatchedWith) {
 TEST_P(EmTrkPrecision, UnfusedPlanRunsReducedPrecisionPerOp) {
   const Backend& backend = *GetParam();
   const bool emulator = backend.id() == BackendId::kGpuEmu;
-  const MixedRows mixed = mixed_rows(backend, emulator ? 16 : 256);
+  const MixedRows mixed = mixed_rows(emulator ? 16 : 256);
   const int64_t n = int64_t(mixed.rows.size());
-  const auto patches =
-      select_patches(*cpu_sample(emulator ? find_backend("serial") : backend).patches, mixed.rows);
+  const auto patches = select_patches(*cpu_sample().patches, mixed.rows);
   const auto keras = models::EmTrkGraphStyle::kKeras;
   const auto off = models::FusedPlan::kOff;
   const Scores fp32 = run_model(backend, models::Precision::kFp32, patches, n, keras, off);
@@ -458,7 +464,7 @@ TEST_P(EmTrkPrecision, EveryBf16PlannerCandidateKeepsTheAccuracy) {
     GTEST_SKIP() << "this CPU (or KAAS_MAX_CPU_ISA) lacks AVX512-BF16: no vdpbf16ps candidate";
   if (!is_accuracy_backend(backend))
     GTEST_SKIP() << "checked on openmp, whose bits serial gives too (CpuBackendsGiveTheSameBits)";
-  const Sample& sample = cpu_sample(backend);
+  const Sample& sample = cpu_sample();
   const auto& rows = sample.worst.rows;
   const int64_t n = int64_t(rows.size());
   const auto patches = select_patches(*sample.patches, rows);
