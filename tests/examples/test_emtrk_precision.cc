@@ -58,13 +58,16 @@ int64_t sample_wanted() {
   return kSamplePatches;
 }
 
-// The CPU backend that checks the 16-bit properties for both (their bits are equal).
-bool is_accuracy_backend(const Backend& backend) {
-  if (backend.id() == BackendId::kOpenmp) return true;
-  if (backend.id() != BackendId::kSerial) return false;
+// The CPU backend that checks the 16-bit properties for both (their bits are equal): openmp,
+// serial where openmp does not run.
+const Backend& accuracy_backend() {
   for (const Backend* b : compiled_backends())
-    if (b->id() == BackendId::kOpenmp && b->available()) return false;
-  return true;
+    if (b->id() == BackendId::kOpenmp && b->available()) return *b;
+  return find_backend("serial");
+}
+
+bool is_accuracy_backend(const Backend& backend) {
+  return &backend == &accuracy_backend();
 }
 
 // The patches of every hit of as many toy events as it takes, [n, 48, 48] (the model's NHWC
@@ -231,18 +234,12 @@ struct Sample {
   WorstCases worst;
 };
 
-const Backend& sample_backend() {
-  for (const Backend* b : compiled_backends())
-    if (b->id() == BackendId::kOpenmp && b->available()) return *b;
-  return find_backend("serial");
-}
-
 const Sample& cpu_sample() {
   static Sample sample;
   if (sample.n > 0) return sample;
   sample.n = sample_wanted();
   sample.patches = &realistic_patches(sample.n);
-  sample.fp32 = run_model(sample_backend(), models::Precision::kFp32, *sample.patches, sample.n);
+  sample.fp32 = run_model(accuracy_backend(), models::Precision::kFp32, *sample.patches, sample.n);
   sample.worst = worst_cases(sample.fp32, sample.n, kWorstPatches);
   return sample;
 }
