@@ -6,6 +6,12 @@
 // blocks of up to 3 channel vectors (24 channels) x 4 output pixels: 12 accumulators, 3 weight
 // vectors and one broadcast input value fill the 16 ymm registers, 7 loads feed 12 FMAs.
 // Pixels whose window is clipped by the padding take a checked one-pixel path.
+//
+// The interior blocks walk the window as one list of taps (kh, kw, ci), each an input offset
+// from a table: one loop of kernel_h * kernel_w * C_in steps, not three nested short ones. The
+// activation is chosen once per block, outside the stores: a per-vector switch whose sigmoid
+// case calls out of line made GCC spill the 12 accumulators around it (on EmTrkMichelId's
+// 5x5 1->48 conv that epilogue cost as much as the FMAs).
 
 #include "kaas/kernels/cpu/conv2d_simd.h"
 
@@ -32,9 +38,10 @@ constexpr int kPixels = 4;      // output pixels per interior block
 
 struct Plan {
   const Conv2dNhwcArgs* a;
-  const float* packed;  // [(kh * KW + kw) * C_in + ci][cpad]
-  const float* bias;    // [cpad]
-  int64_t cpad;
+  const float* packed;         // [(kh * KW + kw) * C_in + ci][cpad]
+  const float* bias;           // [cpad]
+  const int64_t* tap_offset;   // [(kh * KW + kw) * C_in + ci]: the tap's input offset
+  int64_t cpad, taps_per_row;  // taps_per_row = KW * C_in
 };
 
 inline __m256 activate(__m256 v, const Epilogue& e) {
@@ -67,6 +74,43 @@ inline void store(float* dst, __m256 v, int64_t lanes) {
   }
 }
 
+template <class Op>
+inline void write_with(const Op& op, const __m256* acc, int v_count, int p_count, float* dst,
+                       int64_t pixel_stride, int64_t lanes_left) {
+  if (lanes_left >= v_count * kLanes) {
+    for (int p = 0; p < p_count; ++p) {
+      for (int v = 0; v < v_count; ++v) {
+        _mm256_storeu_ps(dst + p * pixel_stride + v * kLanes, op(acc[p * v_count + v]));
+      }
+    }
+    return;
+  }
+  for (int p = 0; p < p_count; ++p) {
+    for (int v = 0; v < v_count; ++v) {
+      store(dst + p * pixel_stride + v * kLanes, op(acc[p * v_count + v]), lanes_left - v * kLanes);
+    }
+  }
+}
+
+// A block's P x V accumulators, activated and stored at `dst` (its first pixel's channel c0),
+// `lanes_left` channels from c0 to the end. ReLU and none stay in registers; the others go
+// through activate().
+template <int V, int P>
+inline void write_block(const Conv2dNhwcArgs& a, const __m256 (&acc)[P][V], float* dst,
+                        int64_t lanes_left) {
+  const __m256* flat = &acc[0][0];
+  switch (a.epilogue.activation) {
+    case Activation::kNone:
+      return write_with([](__m256 v) { return v; }, flat, V, P, dst, a.out_stride_w, lanes_left);
+    case Activation::kRelu:
+      return write_with([](__m256 v) { return _mm256_max_ps(v, _mm256_setzero_ps()); }, flat, V, P,
+                        dst, a.out_stride_w, lanes_left);
+    default:
+      return write_with([&a](__m256 v) { return activate(v, a.epilogue); }, flat, V, P, dst,
+                        a.out_stride_w, lanes_left);
+  }
+}
+
 // P output pixels starting at `ow` whose windows lie inside the input along w; kh in
 // [kh0, kh1) is valid along h. `c0` is the first channel of the block.
 template <int V, int P>
@@ -78,38 +122,23 @@ void interior(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int
     const __m256 b = _mm256_loadu_ps(plan.bias + c0 + v * kLanes);
     for (int p = 0; p < P; ++p) acc[p][v] = b;
   }
-  const int64_t cin = a.in_channels, cpad = plan.cpad;
+  const int64_t cpad = plan.cpad;
   const int64_t pixel_step = a.stride_w * a.in_stride_w;
-  const int64_t iw0 = ow * a.stride_w - a.pad_left;
-  // With dilation_w == 1 and dense pixels, one kernel row's (kw, ci) inputs are contiguous, as
-  // are its packed weights: a single loop of kernel_w * C_in steps.
-  const bool dense = a.dilation_w == 1 && a.in_stride_w == cin;
-  const int64_t run = dense ? a.kernel_w * cin : cin;
-  const int64_t kw_n = dense ? 1 : a.kernel_w;
-  for (int64_t kh = kh0; kh < kh1; ++kh) {
-    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
-    for (int64_t kw = 0; kw < kw_n; ++kw) {
-      const float* ip = row + (iw0 + kw * a.dilation_w) * a.in_stride_w;
-      const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
-      for (int64_t j = 0; j < run; ++j) {
-        __m256 wv[V];
+  const float* ip = in_n + ih0 * a.in_stride_h + (ow * a.stride_w - a.pad_left) * a.in_stride_w;
+  const float* wk = plan.packed + kh0 * plan.taps_per_row * cpad + c0;
+  for (int64_t t = kh0 * plan.taps_per_row; t < kh1 * plan.taps_per_row; ++t, wk += cpad) {
+    const int64_t offset = plan.tap_offset[t];
+    __m256 wv[V];
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_ps(wk + j * cpad + v * kLanes);
+    for (int v = 0; v < V; ++v) wv[v] = _mm256_loadu_ps(wk + v * kLanes);
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {
-          const __m256 x = _mm256_broadcast_ss(ip + p * pixel_step + j);
+    for (int p = 0; p < P; ++p) {
+      const __m256 x = _mm256_broadcast_ss(ip + p * pixel_step + offset);
 #pragma GCC unroll 4
-          for (int v = 0; v < V; ++v) acc[p][v] = _mm256_fmadd_ps(wv[v], x, acc[p][v]);
-        }
-      }
+      for (int v = 0; v < V; ++v) acc[p][v] = _mm256_fmadd_ps(wv[v], x, acc[p][v]);
     }
   }
-  for (int p = 0; p < P; ++p) {
-    float* dst = out_row + (ow + p) * a.out_stride_w + c0;
-    for (int v = 0; v < V; ++v) {
-      store(dst + v * kLanes, activate(acc[p][v], a.epilogue), a.out_channels - c0 - v * kLanes);
-    }
-  }
+  write_block<V, P>(a, acc, out_row + ow * a.out_stride_w + c0, a.out_channels - c0);
 }
 
 // interior<3, 4> with the 12 accumulators as named variables: GCC keeps them in registers
@@ -122,47 +151,36 @@ void interior_3x4(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0,
          a02 = _mm256_loadu_ps(bias + 16);
   __m256 a10 = a00, a11 = a01, a12 = a02, a20 = a00, a21 = a01, a22 = a02, a30 = a00, a31 = a01,
          a32 = a02;
-  const int64_t cin = a.in_channels, cpad = plan.cpad;
+  const int64_t cpad = plan.cpad;
   const int64_t step = a.stride_w * a.in_stride_w;
-  const int64_t iw0 = ow * a.stride_w - a.pad_left;
-  const bool dense = a.dilation_w == 1 && a.in_stride_w == cin;
-  const int64_t run = dense ? a.kernel_w * cin : cin;
-  const int64_t kw_n = dense ? 1 : a.kernel_w;
-  for (int64_t kh = kh0; kh < kh1; ++kh) {
-    const float* row = in_n + (ih0 + kh * a.dilation_h) * a.in_stride_h;
-    for (int64_t kw = 0; kw < kw_n; ++kw) {
-      const float* ip = row + (iw0 + kw * a.dilation_w) * a.in_stride_w;
-      const float* wk = plan.packed + ((kh * a.kernel_w + kw) * cin) * cpad + c0;
-      for (int64_t j = 0; j < run; ++j) {
-        const float* wj = wk + j * cpad;
-        const __m256 w0 = _mm256_loadu_ps(wj), w1 = _mm256_loadu_ps(wj + 8),
-                     w2 = _mm256_loadu_ps(wj + 16);
-        __m256 x = _mm256_broadcast_ss(ip + j);
-        a00 = _mm256_fmadd_ps(w0, x, a00);
-        a01 = _mm256_fmadd_ps(w1, x, a01);
-        a02 = _mm256_fmadd_ps(w2, x, a02);
-        x = _mm256_broadcast_ss(ip + step + j);
-        a10 = _mm256_fmadd_ps(w0, x, a10);
-        a11 = _mm256_fmadd_ps(w1, x, a11);
-        a12 = _mm256_fmadd_ps(w2, x, a12);
-        x = _mm256_broadcast_ss(ip + 2 * step + j);
-        a20 = _mm256_fmadd_ps(w0, x, a20);
-        a21 = _mm256_fmadd_ps(w1, x, a21);
-        a22 = _mm256_fmadd_ps(w2, x, a22);
-        x = _mm256_broadcast_ss(ip + 3 * step + j);
-        a30 = _mm256_fmadd_ps(w0, x, a30);
-        a31 = _mm256_fmadd_ps(w1, x, a31);
-        a32 = _mm256_fmadd_ps(w2, x, a32);
-      }
-    }
+  const float* p0 = in_n + ih0 * a.in_stride_h + (ow * a.stride_w - a.pad_left) * a.in_stride_w;
+  const float* p1 = p0 + step;
+  const float* p2 = p1 + step;
+  const float* p3 = p2 + step;
+  const float* wk = plan.packed + kh0 * plan.taps_per_row * cpad + c0;
+  for (int64_t t = kh0 * plan.taps_per_row; t < kh1 * plan.taps_per_row; ++t, wk += cpad) {
+    const int64_t offset = plan.tap_offset[t];
+    const __m256 w0 = _mm256_loadu_ps(wk), w1 = _mm256_loadu_ps(wk + 8),
+                 w2 = _mm256_loadu_ps(wk + 16);
+    __m256 x = _mm256_broadcast_ss(p0 + offset);
+    a00 = _mm256_fmadd_ps(w0, x, a00);
+    a01 = _mm256_fmadd_ps(w1, x, a01);
+    a02 = _mm256_fmadd_ps(w2, x, a02);
+    x = _mm256_broadcast_ss(p1 + offset);
+    a10 = _mm256_fmadd_ps(w0, x, a10);
+    a11 = _mm256_fmadd_ps(w1, x, a11);
+    a12 = _mm256_fmadd_ps(w2, x, a12);
+    x = _mm256_broadcast_ss(p2 + offset);
+    a20 = _mm256_fmadd_ps(w0, x, a20);
+    a21 = _mm256_fmadd_ps(w1, x, a21);
+    a22 = _mm256_fmadd_ps(w2, x, a22);
+    x = _mm256_broadcast_ss(p3 + offset);
+    a30 = _mm256_fmadd_ps(w0, x, a30);
+    a31 = _mm256_fmadd_ps(w1, x, a31);
+    a32 = _mm256_fmadd_ps(w2, x, a32);
   }
   const __m256 acc[4][3] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
-  for (int p = 0; p < 4; ++p) {
-    float* dst = out_row + (ow + p) * a.out_stride_w + c0;
-    for (int v = 0; v < 3; ++v) {
-      store(dst + v * kLanes, activate(acc[p][v], a.epilogue), a.out_channels - c0 - v * kLanes);
-    }
-  }
+  write_block<3, 4>(a, acc, out_row + ow * a.out_stride_w + c0, a.out_channels - c0);
 }
 
 // One output pixel whose window may be clipped along w.
@@ -170,8 +188,8 @@ template <int V>
 void border(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int64_t kh1, int64_t ow,
             int64_t c0, float* out_row) {
   const Conv2dNhwcArgs& a = *plan.a;
-  __m256 acc[V];
-  for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(plan.bias + c0 + v * kLanes);
+  __m256 acc[1][V];
+  for (int v = 0; v < V; ++v) acc[0][v] = _mm256_loadu_ps(plan.bias + c0 + v * kLanes);
   const int64_t cin = a.in_channels, cpad = plan.cpad;
   const int64_t iw0 = ow * a.stride_w - a.pad_left;
   for (int64_t kh = kh0; kh < kh1; ++kh) {
@@ -184,15 +202,12 @@ void border(const Plan& plan, const float* in_n, int64_t ih0, int64_t kh0, int64
       for (int64_t ci = 0; ci < cin; ++ci) {
         const __m256 x = _mm256_broadcast_ss(ip + ci);
         for (int v = 0; v < V; ++v) {
-          acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(wk + ci * cpad + v * kLanes), x, acc[v]);
+          acc[0][v] = _mm256_fmadd_ps(_mm256_loadu_ps(wk + ci * cpad + v * kLanes), x, acc[0][v]);
         }
       }
     }
   }
-  float* dst = out_row + ow * a.out_stride_w + c0;
-  for (int v = 0; v < V; ++v) {
-    store(dst + v * kLanes, activate(acc[v], a.epilogue), a.out_channels - c0 - v * kLanes);
-  }
+  write_block<V, 1>(a, acc, out_row + ow * a.out_stride_w + c0, a.out_channels - c0);
 }
 
 template <int V>
@@ -260,7 +275,17 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
   if (a.bias != nullptr) {
     for (int64_t co = 0; co < a.out_channels; ++co) bias[co] = a.bias[co * a.bias_stride];
   }
-  const Plan plan{&a, packed.data(), bias.data(), cpad};
+  const int64_t taps_per_row = a.kernel_w * cin;
+  std::vector<int64_t> tap_offset(static_cast<size_t>(a.kernel_h * taps_per_row));
+  for (int64_t kh = 0; kh < a.kernel_h; ++kh) {
+    for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        tap_offset[(kh * a.kernel_w + kw) * cin + ci] =
+            kh * a.dilation_h * a.in_stride_h + kw * a.dilation_w * a.in_stride_w + ci;
+      }
+    }
+  }
+  const Plan plan{&a, packed.data(), bias.data(), tap_offset.data(), cpad, taps_per_row};
 
   // Output columns whose whole window lies inside the input along w: [ow_lo, ow_hi).
   const int64_t span = (a.kernel_w - 1) * a.dilation_w;
