@@ -142,20 +142,41 @@ struct Fp16 {
   }
 };
 
-// Stores the first `lanes` channels of v (all 16 when lanes >= 16).
-template <class S>
-[[gnu::always_inline]] inline void store(const Plan& plan, typename S::Elem* dst, __m512 v,
-                                         int64_t lanes) {
-  S::store(plan, dst, activate_avx512(v, plan.a->epilogue), lanes);
+// Activates and stores the first P pixels' first V channel vectors of `acc` (row stride
+// kMaxVectors) at `dst`, channel c0 of the block, `left` channels from c0 to the end.
+template <class S, class Op>
+[[gnu::always_inline]] inline void write_with(const Plan& plan, const Op& activation,
+                                              const __m512* acc, int v_count, int p_count,
+                                              typename S::Elem* dst, int64_t left) {
+  const int64_t ostep = plan.a->out_stride_w;
+  for (int p = 0; p < p_count; ++p) {
+    for (int v = 0; v < v_count; ++v) {
+      S::store(plan, dst + p * ostep + v * kLanes, activation(acc[p * kMaxVectors + v]),
+               left - v * kLanes);
+    }
+  }
 }
 
-// The V channel vectors of one output pixel at `dst` (channel c0 of the block).
-template <class S, int V>
-[[gnu::always_inline]] inline void store_pixel(const Plan& plan, typename S::Elem* dst,
-                                               int64_t left, __m512 v0, __m512 v1, __m512 v2) {
-  store<S>(plan, dst, v0, left);
-  if constexpr (V > 1) store<S>(plan, dst + kLanes, v1, left - kLanes);
-  if constexpr (V > 2) store<S>(plan, dst + 2 * kLanes, v2, left - 2 * kLanes);
+// The activation is chosen once per block: a switch per vector, whose sigmoid case calls out of
+// line, made GCC spill the accumulators around every store (on EmTrkMichelId's 5x5 1->48 conv
+// that epilogue cost as much as the FMAs). ReLU and none stay in registers.
+template <class S, int V, int P>
+[[gnu::always_inline]] inline void write_block(const Plan& plan,
+                                               const __m512 (&acc)[kPixels][kMaxVectors],
+                                               typename S::Elem* dst, int64_t left) {
+  const Epilogue& e = plan.a->epilogue;
+  switch (e.activation) {
+    case Activation::kNone:
+      return write_with<S>(
+          plan, [](__m512 v) { return v; }, &acc[0][0], V, P, dst, left);
+    case Activation::kRelu:
+      return write_with<S>(
+          plan, [](__m512 v) { return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps()); },
+          &acc[0][0], V, P, dst, left);
+    default:
+      return write_with<S>(
+          plan, [&e](__m512 v) { return activate_avx512(v, e); }, &acc[0][0], V, P, dst, left);
+  }
 }
 
 template <int V>
@@ -214,16 +235,10 @@ template <class S, int V, int P>
       }
     }
   }
-  const int64_t left = a.out_channels - c0, ostep = a.out_stride_w;
-  auto* dst = out_row + ow * ostep + c0;
-  store_pixel<S, V>(plan, dst, left, a00, a01, a02);
-  if constexpr (P > 1) store_pixel<S, V>(plan, dst + ostep, left, a10, a11, a12);
-  if constexpr (P > 2) store_pixel<S, V>(plan, dst + 2 * ostep, left, a20, a21, a22);
-  if constexpr (P > 3) store_pixel<S, V>(plan, dst + 3 * ostep, left, a30, a31, a32);
-  if constexpr (P > 4) store_pixel<S, V>(plan, dst + 4 * ostep, left, a40, a41, a42);
-  if constexpr (P > 5) store_pixel<S, V>(plan, dst + 5 * ostep, left, a50, a51, a52);
-  if constexpr (P > 6) store_pixel<S, V>(plan, dst + 6 * ostep, left, a60, a61, a62);
-  if constexpr (P > 7) store_pixel<S, V>(plan, dst + 7 * ostep, left, a70, a71, a72);
+  const __m512 acc[kPixels][kMaxVectors] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22},
+                                            {a30, a31, a32}, {a40, a41, a42}, {a50, a51, a52},
+                                            {a60, a61, a62}, {a70, a71, a72}};
+  write_block<S, V, P>(plan, acc, out_row + ow * a.out_stride_w + c0, a.out_channels - c0);
 }
 
 // One output pixel whose window may be clipped along w.
@@ -249,7 +264,8 @@ template <class S, int V>
       }
     }
   }
-  store_pixel<S, V>(plan, out_row + ow * a.out_stride_w + c0, a.out_channels - c0, a0, a1, a2);
+  const __m512 acc[kPixels][kMaxVectors] = {{a0, a1, a2}};
+  write_block<S, V, 1>(plan, acc, out_row + ow * a.out_stride_w + c0, a.out_channels - c0);
 }
 
 template <class S, int V>
