@@ -37,9 +37,12 @@ template <class V, int MR, int NV, Start S, End E>
 void tile(const float* a, int64_t lda, const float* b, int64_t ldb, const float* from, int64_t ldf,
           float* to, int64_t ldt, int64_t kc, float alpha, bool last, const Epilogue& e) {
   typename V::Reg acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v)
       acc[r][v] = S == Start::kLoad ? V::load(from + r * ldf + V::kLanes * v) : V::zero();
+  }
+  // Two K steps per pass: the loop counter and branch cost issue slots the FMAs share.
+#pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     typename V::Reg bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = V::load(b + k * ldb + V::kLanes * v);
