@@ -18,6 +18,7 @@
 #include "kaas/backends/cpu/cpu_info.h"
 #include "kaas/build_config.h"
 #include "kaas/common/error.h"
+#include "kaas_build/kernel_sources_digest.h"
 
 namespace kaas::planner {
 
@@ -39,12 +40,15 @@ std::string clean(std::string text) {
   return text;
 }
 
-// A model's plan file applies on any CPU (its entries name the CPU they were measured on); the
-// per-machine cache is keyed by CPU model.
+// A model's plan file applies on any CPU and any build of this version (its entries name the CPU
+// they were measured on); the per-machine cache is keyed by CPU model and by the kernel code that
+// was timed, so a rebuild with changed kernels measures again instead of reusing old timings.
 std::string cache_key(const std::string& point, std::span<const Candidate> candidates,
                       bool any_cpu) {
-  std::string key = (any_cpu ? std::string("any CPU") : clean(host_cpu_info().model)) +
-                    "|kaas " KAAS_VERSION "|" + clean(point) + "|";
+  std::string key = any_cpu ? std::string("any CPU|kaas " KAAS_VERSION "|")
+                            : clean(host_cpu_info().model) +
+                                  "|kaas " KAAS_VERSION " kernels " KAAS_KERNEL_SOURCES_DIGEST "|";
+  key += clean(point) + "|";
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i > 0) key += ',';
     key += clean(candidates[i].name);

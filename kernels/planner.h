@@ -3,9 +3,10 @@
 // candidates are an ordered list, already filtered to those that apply to the shape, backend and
 // CPU, the first being what the fixed rules pick. In measuring mode (the default) the planner
 // times each candidate briefly on the real shapes, keeps the fastest and remembers the decision
-// in a small cache file keyed by CPU model, kaas version, choice point and candidate names, so a
-// restart costs no trial. In fixed mode (KAAS_PLANNER=fixed) it takes the first candidate and
-// measures nothing: deterministic plans for tests.
+// in a small cache file keyed by CPU model, kaas version, a digest of the kernel sources it was
+// built from, choice point and candidate names, so a restart costs no trial and a rebuild with
+// changed kernels measures again. In fixed mode (KAAS_PLANNER=fixed) it takes the first candidate
+// and measures nothing: deterministic plans for tests.
 //
 // The cache: $KAAS_PLANNER_CACHE if set ("off": none), else $XDG_CACHE_HOME/kaas/plans.tsv, else
 // $HOME/.cache/kaas/plans.tsv. Writers take an exclusive lock and replace the file by rename, so

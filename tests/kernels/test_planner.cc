@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kaas/common/error.h"
+#include "kaas_build/kernel_sources_digest.h"
 
 namespace kaas::testing {
 namespace {
@@ -120,6 +121,26 @@ TEST_F(PlannerTest, MeasuresKeepsTheFastestAndARestartReadsItFromTheCache) {
   EXPECT_FALSE(planner::choose("point B", other, planner::Mode::kMeasure).from_cache);
   EXPECT_NE(file_text().find("point A|"), std::string::npos);
   EXPECT_NE(file_text().find("point B|"), std::string::npos);
+}
+
+// Timings measured with other kernel code (another build's digest in the key) are not reused: the
+// candidates run again and the new decision is kept beside the old line.
+TEST_F(PlannerTest, ACacheFromOtherKernelSourcesIsMeasuredAgain) {
+  const std::string digest = KAAS_KERNEL_SOURCES_DIGEST;
+  ASSERT_EQ(digest.size(), 16u);
+  const auto list = sleepers({30, 2});
+  EXPECT_FALSE(planner::choose("point", list, planner::Mode::kMeasure).from_cache);
+  std::string text = file_text();
+  const size_t at = text.find(" kernels " + digest + "|point|");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at + 9, digest.size(), std::string(digest.size(), digest[0] == '0' ? '1' : '0'));
+  std::ofstream(path_, std::ios::trunc) << text;
+  planner::forget_process_decisions();
+  const auto again = sleepers({30, 2});
+  const auto d = planner::choose("point", again, planner::Mode::kMeasure);
+  EXPECT_FALSE(d.from_cache);
+  for (int runs : runs_) EXPECT_GE(runs, 2) << "measured again";
+  EXPECT_NE(file_text().find(" kernels " + digest + "|point|"), std::string::npos) << file_text();
 }
 
 TEST_F(PlannerTest, CorruptCacheContentIsIgnoredAndReplaced) {
