@@ -130,17 +130,19 @@ TEST_F(PlannerTest, ACacheFromOtherKernelSourcesIsMeasuredAgain) {
   ASSERT_EQ(digest.size(), 16u);
   const auto list = sleepers({30, 2});
   EXPECT_FALSE(planner::choose("point", list, planner::Mode::kMeasure).from_cache);
+  const std::string marker = " kernels ";
   std::string text = file_text();
-  const size_t at = text.find(" kernels " + digest + "|point|");
+  const size_t at = text.find(marker + digest + "|point|");
   ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at + 9, digest.size(), std::string(digest.size(), digest[0] == '0' ? '1' : '0'));
+  const std::string other_digest(digest.size(), digest[0] == '0' ? '1' : '0');
+  text.replace(at + marker.size(), digest.size(), other_digest);
   std::ofstream(path_, std::ios::trunc) << text;
   planner::forget_process_decisions();
   const auto again = sleepers({30, 2});
   const auto d = planner::choose("point", again, planner::Mode::kMeasure);
   EXPECT_FALSE(d.from_cache);
   for (int runs : runs_) EXPECT_GE(runs, 2) << "measured again";
-  EXPECT_NE(file_text().find(" kernels " + digest + "|point|"), std::string::npos) << file_text();
+  EXPECT_NE(file_text().find(marker + digest + "|point|"), std::string::npos) << file_text();
 }
 
 TEST_F(PlannerTest, CorruptCacheContentIsIgnoredAndReplaced) {
