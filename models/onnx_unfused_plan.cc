@@ -5,6 +5,7 @@
 #include <map>
 
 #include "kaas/models/onnx_ops/op_def.h"
+#include "kaas/models/tensor.h"
 
 namespace kaas::models::onnx_import {
 

@@ -103,7 +103,7 @@ template <int V>
 
 [[gnu::always_inline]] inline void store_lanes(const Plan& plan, uint16_t* dst, __m512 v,
                                                int64_t lanes) {
-  store_u16_lanes(dst, round_to_bf16(activate_avx512(v, plan.a->epilogue)), lanes);
+  store_u16_lanes(dst, round_to_bf16_converting(activate_avx512(v, plan.a->epilogue)), lanes);
 }
 
 template <int V>
