@@ -92,29 +92,41 @@ GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_
   return {packed.pairs + k0 / 2 * packed.n * 2, kc, packed.n};
 }
 
-int64_t gemm_packed_panels_elements(int64_t k, int64_t n) {
-  return (n + kGemmPanelColumns - 1) / kGemmPanelColumns * k * kGemmPanelColumns;
+namespace {
+
+void check_panel_columns(int64_t panel_columns, const char* where) {
+  require(panel_columns > 0 && panel_columns % 16 == 0, where, "panel_columns",
+          "a positive multiple of 16", std::to_string(panel_columns));
 }
 
-GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data) {
+}  // namespace
+
+int64_t gemm_packed_panels_elements(int64_t k, int64_t n, int64_t panel_columns) {
+  check_panel_columns(panel_columns, "gemm_packed_panels_elements");
+  return (n + panel_columns - 1) / panel_columns * k * panel_columns;
+}
+
+GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data, int64_t panel_columns) {
   detail::check_view(op_b, "gemm_pack_panels", "B");
-  const int64_t k = op_b.extent[0], n = op_b.extent[1], panel_stride = k * kGemmPanelColumns;
-  for (int64_t p = 0; p * kGemmPanelColumns < n; ++p) {
+  check_panel_columns(panel_columns, "gemm_pack_panels");
+  const int64_t k = op_b.extent[0], n = op_b.extent[1], panel_stride = k * panel_columns;
+  for (int64_t p = 0; p * panel_columns < n; ++p) {
     for (int64_t r = 0; r < k; ++r) {
-      float* row = data + p * panel_stride + r * kGemmPanelColumns;
-      for (int64_t c = 0; c < kGemmPanelColumns; ++c) {
-        const int64_t j = p * kGemmPanelColumns + c;
+      float* row = data + p * panel_stride + r * panel_columns;
+      for (int64_t c = 0; c < panel_columns; ++c) {
+        const int64_t j = p * panel_columns + c;
         row[c] = j < n ? op_b(r, j) : 0.0f;
       }
     }
   }
-  return {data, k, n, panel_stride};
+  return {data, k, n, panel_stride, panel_columns};
 }
 
 GemmPackedPanels gemm_packed_rows(const GemmPackedPanels& packed, int64_t k0, int64_t kc) {
   require(k0 >= 0 && kc >= 0 && k0 + kc <= packed.k, "gemm_packed_rows", "rows [k0, k0 + kc)",
           "inside K = " + std::to_string(packed.k), "k0, k0 + kc = " + shape(k0, k0 + kc));
-  return {packed.data + k0 * kGemmPanelColumns, kc, packed.n, packed.panel_stride};
+  return {packed.data + k0 * packed.panel_columns, kc, packed.n, packed.panel_stride,
+          packed.panel_columns};
 }
 
 bool gemm_avx2_available() {
@@ -204,6 +216,7 @@ void gemm_cpu_simd(const Queue& queue, GemmImpl impl, const GemmOperands& ops, V
             "op(B)'s K x N = " + shape(ops.k, ops.n), shape(packed->k, packed->n));
     args.b_packed = packed->data;
     args.b_panel_stride = packed->panel_stride;
+    args.b_panel_columns = packed->panel_columns;
   }
   args.k_chunk = params.k_chunk;
   if (impl == GemmImpl::kAvx512) {

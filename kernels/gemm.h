@@ -44,20 +44,27 @@ GemmPackedBf16 gemm_pack_bf16(View2<const bf16> op_b, bf16* pairs);
 // The packed rows [k0, k0 + kc) of op(B); k0 even.
 GemmPackedBf16 gemm_packed_rows(const GemmPackedBf16& packed, int64_t k0, int64_t kc);
 
-// op(B) of an fp32 product packed once (at model load) in panels of kGemmPanelColumns columns
-// for kAvx512 and kAvx2: element (k, j) at data[(j / 64) * panel_stride + k * 64 + j % 64]
-// (the last panel zero padded). A thread owns whole panels (threads split columns, never K), so
-// with few rows -- batch 1, where B is megabytes and each element is used once -- it streams
-// its panels alone instead of every thread touching every row of B. Host memory; the caller
-// keeps it alive and equal to op(B).
-constexpr int64_t kGemmPanelColumns = 64;  // a multiple of both fast paths' tile widths
+// op(B) of an fp32 product packed once (at model load) in panels of W columns for kAvx512 and
+// kAvx2: element (k, j) at data[(j / W) * panel_stride + k * W + j % W] (the last panel zero
+// padded). A thread owns whole panels (threads split columns, never K), so with few rows --
+// batch 1, where B is megabytes and each element is used once -- it streams its panels alone
+// instead of every thread touching every row of B. W = 64 (kGemmPanelColumns) is a multiple of
+// both fast paths' tile widths; W = 16 is AVX2's tile width, whose tiles then read their rows of
+// B contiguously instead of copying each K block's slice into a strip first (13 % of the fused
+// model's time on the AVX2 tier of a Zen 4). A tile wider than W reads B as stored. Host memory;
+// the caller keeps it alive and equal to op(B).
+constexpr int64_t kGemmPanelColumns = 64;
+constexpr int64_t kGemmAvx2PanelColumns = 16;
 struct GemmPackedPanels {
   const float* data = nullptr;
   int64_t k = 0, n = 0, panel_stride = 0;
+  int64_t panel_columns = kGemmPanelColumns;  // W, a multiple of 16
 };
-int64_t gemm_packed_panels_elements(int64_t k, int64_t n);
-// Packs op(b) (host-readable memory) into `data` (gemm_packed_panels_elements(K, N) values).
-GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data);
+int64_t gemm_packed_panels_elements(int64_t k, int64_t n,
+                                    int64_t panel_columns = kGemmPanelColumns);
+// Packs op(b) (host-readable memory) into `data` (gemm_packed_panels_elements(K, N, W) values).
+GemmPackedPanels gemm_pack_panels(View2<const float> op_b, float* data,
+                                  int64_t panel_columns = kGemmPanelColumns);
 // The packed rows [k0, k0 + kc) of op(B).
 GemmPackedPanels gemm_packed_rows(const GemmPackedPanels& packed, int64_t k0, int64_t kc);
 

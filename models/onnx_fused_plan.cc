@@ -171,9 +171,11 @@ void ConvDenseHeadsPlan::pack_dense1_panels() {
     std::swap(op_w1.extent[0], op_w1.extent[1]);
     std::swap(op_w1.stride[0], op_w1.stride[1]);
   }
+  // AVX2 alone (its CPU, or the ISA cap): panels of its tile width, so its tiles need no strip.
+  const int64_t width = gemm_avx512_available() ? kGemmPanelColumns : kGemmAvx2PanelColumns;
   dense1_panel_values_.resize(
-      size_t(gemm_packed_panels_elements(op_w1.extent[0], op_w1.extent[1])));
-  dense1_panels_ = gemm_pack_panels(op_w1, dense1_panel_values_.data());
+      size_t(gemm_packed_panels_elements(op_w1.extent[0], op_w1.extent[1], width)));
+  dense1_panels_ = gemm_pack_panels(op_w1, dense1_panel_values_.data(), width);
 }
 
 // The first-layer (and conv) kernels the plan may run: the rows of gemm's table

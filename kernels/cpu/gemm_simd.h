@@ -23,16 +23,16 @@ struct GemmRowMajorArgs {
   float alpha;
   Epilogue epilogue;
   HostThreads threads;  // who spreads (row block, column panel) tiles over threads (host_team.h)
-  // Optional: op(b) also packed in panels of kPanelColumns columns (kaas::GemmPackedPanels),
-  // panel p at b_packed + p * b_panel_stride, each [k][kPanelColumns]; the tiles read it, the
-  // few-rows path reads b.
+  // Optional: op(b) also packed in panels of b_panel_columns columns (kaas::GemmPackedPanels),
+  // panel p at b_packed + p * b_panel_stride, each [k][b_panel_columns]; tiles as wide as a
+  // panel or narrower read it, wider tiles and the few-rows path read b.
   const float* b_packed = nullptr;
   int64_t b_panel_stride = 0;
+  int64_t b_panel_columns = 0;
   // Non-zero (with alpha 1): K in chunks of this many, each summed from zero and added to y in
   // order (kaas::GemmParams::k_chunk).
   int64_t k_chunk = 0;
 };
-constexpr int64_t kPanelColumns = 64;  // kaas::kGemmPanelColumns
 
 // bf16 operands on AVX512-BF16 (gemm_avx512_bf16.cc): y[m, n] (fp32, holding beta * c or 0)
 // += alpha * a . b, b packed in K-pairs.

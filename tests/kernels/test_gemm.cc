@@ -274,6 +274,65 @@ TEST_P(GemmTest, KCutIntoCallsAndThreadCountsGiveTheBitsOfOneCall) {
   }
 }
 
+// op(B) packed in column panels (the fused plan's first dense layer) is read instead of b by
+// both SIMD tiers: 64-column panels, or AVX2's 16-column tile width (which AVX-512's 64-wide
+// tiles cannot read in place and so read b). Every combination gives the bits of b as stored:
+// a few and many row blocks (the strip-copy path), K chunks, N not a multiple of the width, a
+// K slice of the packed rows.
+TEST_P(GemmTest, PackedPanelsOfEitherWidthGiveTheBitsOfBAsStored) {
+  Queue queue(*GetParam());
+  const int64_t max_m = 30, k = 600, max_n = 128;
+  const auto a = random_floats(max_m * k, 31), b = random_floats(k * max_n, 32);
+  GuardedArray<float> da(queue, a), dy(queue, max_m * max_n);
+  const auto* a_data = static_cast<const float*>(da.view().data);
+  GemmParams rows_independent;
+  rows_independent.rows_independent = true;
+  std::vector<GemmImpl> impls;
+  if (gemm_avx2_available()) impls.push_back(GemmImpl::kAvx2);
+  if (gemm_avx512_available()) impls.push_back(GemmImpl::kAvx512);
+  if (impls.empty() ||
+      !is_simd(gemm_chosen_impl(queue, make_view<2>(a_data, {max_m, k}),
+                                make_view<2>(b.data(), {k, max_n}),
+                                make_view<2>(dy.view().data, {max_m, max_n}), rows_independent)))
+    GTEST_SKIP() << "no host SIMD GEMM on " << queue.backend().name();
+  for (const int64_t n : {max_n, int64_t(80)}) {
+    std::vector<float> b_n(size_t(k * n));  // b's first n columns, row-major [k, n]
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t j = 0; j < n; ++j) b_n[size_t(r * n + j)] = b[size_t(r * max_n + j)];
+    const auto b_view = make_view<2>(static_cast<const float*>(b_n.data()), {k, n});
+    for (const int64_t width : {kGemmPanelColumns, kGemmAvx2PanelColumns}) {
+      std::vector<float> packed_values(size_t(gemm_packed_panels_elements(k, n, width)));
+      const GemmPackedPanels packed = gemm_pack_panels(b_view, packed_values.data(), width);
+      for (const GemmImpl impl : impls) {
+        for (const int64_t m : {int64_t(7), max_m}) {
+          for (const int64_t k_chunk : {int64_t(0), int64_t(100)}) {
+            // K rows [k0, k0 + kc): all of K, and a slice from row 200.
+            for (const auto& [k0, kc] : {std::pair<int64_t, int64_t>{0, k}, {200, 300}}) {
+              auto a_slice = make_view<2>(a_data + k0, {m, kc});
+              a_slice.stride[0] = k;
+              const auto b_slice = make_view<2>(b_n.data() + k0 * n, {kc, n});
+              const auto y = make_view<2>(dy.view().data, {m, n});
+              GemmParams params;
+              params.impl = impl;
+              params.k_chunk = k_chunk;
+              gemm(queue, a_slice, b_slice, {}, y, params);
+              const std::vector<float> as_stored = dy.read();
+              const GemmPackedPanels rows = gemm_packed_rows(packed, k0, kc);
+              params.packed_panels = &rows;
+              gemm(queue, a_slice, b_slice, {}, y, params);
+              const std::vector<float> from_panels = dy.read();
+              ASSERT_EQ(0, std::memcmp(as_stored.data(), from_panels.data(),
+                                       size_t(m * n) * sizeof(float)))
+                  << gemm_impl_name(impl) << " " << m << "x" << kc << "x" << n << ", panels of "
+                  << width << ", K chunk " << k_chunk << ", rows from " << k0;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(GemmTest, DenseIsXTimesWPlusBiasThenActivation) {
   Queue queue(*GetParam());
   const int64_t m = 17, k = 300, n = 128;
