@@ -259,16 +259,21 @@ TEST_P(Conv2dTest, IntegerInputsAreBitExact) {
           if (HasFatalFailure()) return;
         }
   // Wide channel counts through the fast paths' 24-channel (AVX2) and 48-channel (AVX-512)
-  // blocks, their narrower last blocks and masked tails.
-  for (int64_t cout : {8, 20, 24, 37, 48, 56, 64, 72, 80, 100}) {
-    Case c{};
-    c.batch = 2, c.in_channels = 3, c.in_h = 7, c.in_w = 13, c.out_channels = cout;
-    c.kernel_h = 3, c.kernel_w = 3, c.bias = true;
-    c.params.layout = Layout::kNHWC;
-    c.params.pad_top = 1, c.params.pad_left = 2, c.params.pad_right = 1;
-    c.params.epilogue.activation = Activation::kRelu;
-    run_case(queue, c, make_data(c, static_cast<uint32_t>(cout), true), true, {64}, skipped);
-  }
+  // blocks, their narrower last blocks and masked tails; ReLU on each, and each other
+  // activation on some (AVX2 stores full blocks with none or ReLU straight from registers).
+  const Activation others[] = {Activation::kNone, Activation::kLeakyRelu, Activation::kSigmoid};
+  int wide = 0;
+  for (int64_t cout : {8, 20, 24, 37, 48, 56, 64, 72, 80, 100})
+    for (Activation act : {Activation::kRelu, others[wide++ % 3]}) {
+      Case c{};
+      c.batch = 2, c.in_channels = 3, c.in_h = 7, c.in_w = 13, c.out_channels = cout;
+      c.kernel_h = 3, c.kernel_w = 3, c.bias = true;
+      c.params.layout = Layout::kNHWC;
+      c.params.pad_top = 1, c.params.pad_left = 2, c.params.pad_right = 1;
+      c.params.epilogue = {act, 0.125f};
+      run_case(queue, c, make_data(c, static_cast<uint32_t>(cout), true),
+               act != Activation::kSigmoid, {64}, skipped);
+    }
   if (skipped > 0)
     std::printf("[ emulator ] %lld configurations over budget not run\n", (long long)skipped);
 }
