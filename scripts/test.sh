@@ -94,27 +94,45 @@ cmake --build build/test-gcc -j "$jobs"
 run_ctest gcc --test-dir build/test-gcc -j "$jobs" --output-on-failure
 bash scripts/ptxas_summary.sh build/test-gcc
 
-step "the training smoke (events, steps, export, checked model) and the run command, short (build/test-gcc)"
+step "at once: the training smoke and the run command (short); kaas as a package; the Python module"
+# Three independent checks of build/test-gcc run side by side: each alone left a core idle
+# (pip's downloads, jax's start, the servers' waits): 94 s one after the other on a Zen 4 VM.
+# OpenMP threads wait passively, as in ctest: a spinning barrier would take the other's core.
+export OMP_WAIT_POLICY=passive
+package_work=$(mktemp -d)
+smoke_pid=""
+trap '[[ -n "$smoke_pid" ]] && kill "$smoke_pid" 2> /dev/null; rm -rf "$package_work" "$test_logs"' EXIT
 # The training path cannot rot: a one-epoch model on 2 small events, exported and checked
 # against the trained network; then the run command on the trained model kept as data.
-KAAS_TRAIN_SMOKE=1 bash scripts/train_toy_model.sh build/test-gcc
-KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 \
-  KAAS_RECO_ARGS="--wires 480 --ticks 3000 --tracks 16 --showers 4" bash scripts/run.sh
+(
+  KAAS_TRAIN_SMOKE=1 bash scripts/train_toy_model.sh build/test-gcc
+  KAAS_BUILD_DIR=build/test-gcc KAAS_RUN_EVENTS=2 \
+    KAAS_RECO_ARGS="--wires 480 --ticks 3000 --tracks 16 --showers 4" bash scripts/run.sh
+) > "$test_logs/smoke.txt" 2>&1 &
+smoke_pid=$!
 
-step "kaas as a package: install build/test-gcc to a temporary prefix, build examples/consumer against it"
-package_work=$(mktemp -d)
-trap 'rm -rf "$package_work" "$test_logs"' EXIT
+# kaas as a package: build/test-gcc installed to a temporary prefix, examples/consumer built
+# against it; then the Python module against the same install (pip install . into .venv, pytest).
 cmake --install build/test-gcc --prefix "$package_work/prefix" > "$package_work/install.log" ||
   { cat "$package_work/install.log"; exit 1; }
 .venv/bin/python tests/package/test_consumer.py --prefix "$package_work/prefix" \
   --source-dir "$KAAS_ROOT" --build-dir build/test-gcc --work-dir "$package_work/work"
-
-step "the Python module against the same install: pip install . into .venv, then pytest"
 CMAKE_PREFIX_PATH="$package_work/prefix" .venv/bin/pip install --quiet --no-build-isolation \
   --disable-pip-version-check .
 KAAS_PREFIX="$package_work/prefix" .venv/bin/python -m pytest -q tests/python
 # The module points at the temporary prefix, which goes when this script ends.
 .venv/bin/pip uninstall --quiet --yes kaas
+
+printf '\n---- the training smoke and the run command (their output) ----\n'
+smoke_status=0
+wait "$smoke_pid" || smoke_status=$?
+smoke_pid=""
+cat "$test_logs/smoke.txt"
+if ((smoke_status != 0)); then
+  echo "the training smoke or the run command failed (exit $smoke_status)"
+  exit 1
+fi
+unset OMP_WAIT_POLICY
 
 # ASan compiles at -O1 with line tables only (-g1), as its documentation advises: stack traces
 # keep file and line, and a test file such as tests/kernels/test_gemm.cc compiles in 11.5 s
