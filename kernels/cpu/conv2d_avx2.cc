@@ -329,9 +329,13 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
   ow_hi = std::clamp(ow_hi, ow_lo, a.out_w);
 
   const int64_t rows = a.batch * a.out_h;
-  // Inside a team member the call stays on the calling thread (as launch()).
-  host::for_shares(a.threads, true, rows, [&](int64_t first, int64_t end) {
-    for (int64_t row = first; row < end; ++row) run_row(plan, row, ow_lo, ow_hi);
+  // Inside a team member the call stays on the calling thread (as launch()). Rows are handed
+  // out in small chunks from a common counter (as the AVX-512 path): a thread slowed by other
+  // work on a shared machine does not hold up the others at the join.
+  host::run_team(a.threads, rows > 1, [&](host::TeamMember& member) {
+    const int64_t chunk = std::clamp<int64_t>(rows / (member.size() * 8), 1, 16);
+    for (host::Range run; member.take(rows, chunk, run);)
+      for (int64_t row = run.begin; row < run.end; ++row) run_row(plan, row, ow_lo, ow_hi);
   });
 }
 
