@@ -146,6 +146,7 @@ class Scheduler {
     FiberSanitizerState sanitizer;
     ThreadState state = ThreadState::kRunning;
     bool started = false;  // has a frame on its stack (between its first turn and its exit)
+    bool entered = false;  // has run since it started (its next turn jumps to resume_at)
     int64_t syncs = 0;     // sync() calls in the current group
   };
 
@@ -178,8 +179,7 @@ class Scheduler {
   // between groups it waits in element_main for the next one.
   void resume(int t) {
     Fiber& f = fibers_[static_cast<size_t>(t)];
-    const bool first_entry = !f.started;
-    if (first_entry) {
+    if (!f.started) {
       getcontext(&f.context);
       f.context.uc_stack.ss_sp = f.stack;
       f.context.uc_stack.ss_size = kStackBytes;
@@ -194,9 +194,11 @@ class Scheduler {
       f.context.uc_stack.ss_sp = nullptr;
       f.context.uc_stack.ss_size = 0;
       f.started = true;
+      f.entered = false;
     }
     launcher_sanitizer_.switch_to(f.sanitizer);
-    if (first_entry) {
+    if (!f.entered) {  // a member, not a local: GCC warns that a local might be clobbered
+      f.entered = true;
       start_context(launcher_resume_at_, launcher_context_, f.context);
     } else {
       switch_context(launcher_resume_at_, f.resume_at);
