@@ -72,12 +72,21 @@ thread_local StackPool stack_pool;
 // set the buffer, hence the small functions. Their callers must take every caller-saved register
 // as clobbered: GCC's interprocedural register allocation saw that switch_context touches no
 // rcx and kept a value there across the call (noipa turns that off; Clang does not do it).
+// Under the sanitizers the switch stays swapcontext: ThreadSanitizer keeps a shadow call stack
+// per fiber that only its interceptors unwind (a jump failed its checks), and under ASan the
+// jump saved nothing measurable (its runtime's own work dominates).
+#if defined(KAAS_FIBER_ASAN) || defined(KAAS_FIBER_TSAN)
+#define KAAS_FIBER_JUMPS 0
+#else
+#define KAAS_FIBER_JUMPS 1
+#endif
+using JumpBuffer = void* [5];
+#if KAAS_FIBER_JUMPS
 #if defined(__clang__)
 #define KAAS_CONTEXT_SWITCH [[gnu::noinline]]
 #else
 #define KAAS_CONTEXT_SWITCH [[gnu::noipa]]
 #endif
-using JumpBuffer = void* [5];
 
 KAAS_CONTEXT_SWITCH void jump_to(JumpBuffer& to) {
   __builtin_longjmp(to, 1);
@@ -92,6 +101,7 @@ KAAS_CONTEXT_SWITCH void switch_context(JumpBuffer& here, JumpBuffer& to) {
 KAAS_CONTEXT_SWITCH void start_context(JumpBuffer& here, ucontext_t& scratch, ucontext_t& fiber) {
   if (__builtin_setjmp(here) == 0) swapcontext(&scratch, &fiber);
 }
+#endif
 
 }  // namespace
 
@@ -197,18 +207,26 @@ class Scheduler {
       f.entered = false;
     }
     launcher_sanitizer_.switch_to(f.sanitizer);
+#if KAAS_FIBER_JUMPS
     if (!f.entered) {  // a member, not a local: GCC warns that a local might be clobbered
       f.entered = true;
       start_context(launcher_resume_at_, launcher_context_, f.context);
     } else {
       switch_context(launcher_resume_at_, f.resume_at);
     }
+#else
+    swapcontext(&launcher_context_, &f.context);
+#endif
     launcher_sanitizer_.arrived(f.sanitizer);
   }
 
   void yield_to_launcher(Fiber& self) {
     self.sanitizer.switch_to(launcher_sanitizer_);
+#if KAAS_FIBER_JUMPS
     switch_context(self.resume_at, launcher_resume_at_);
+#else
+    swapcontext(&self.context, &launcher_context_);
+#endif
     self.sanitizer.arrived(launcher_sanitizer_);
   }
 
@@ -220,7 +238,11 @@ class Scheduler {
     // Leaves this stack for good: the launcher never resumes this context.
     self.started = false;
     self.sanitizer.leave_for_good(s->launcher_sanitizer_);
+#if KAAS_FIBER_JUMPS
     jump_to(s->launcher_resume_at_);
+#else
+    setcontext(&s->launcher_context_);
+#endif
   }
 
   void element_loop(Fiber& self, int thread) {
@@ -273,7 +295,9 @@ class Scheduler {
     aborted_ = true;
   }
 
-  void poison_shared() { std::memset(shared_, 0xFF, shared_bytes_ > 0 ? shared_bytes_ : 1); }
+  void poison_shared() {
+    std::memset(shared_, 0xFF, shared_bytes_ > 0 ? shared_bytes_ : 1);
+  }
 
   const int64_t groups_;
   const int group_size_;
@@ -281,7 +305,7 @@ class Scheduler {
   const char* kernel_name_;
   const std::function<void(const ThreadPlace&)>& body_;
   std::unique_ptr<Fiber[]> fibers_;
-  ucontext_t launcher_context_;  // written by a fiber's first entry, never resumed
+  ucontext_t launcher_context_;  // with jumps: written by a fiber's first entry, never resumed
   JumpBuffer launcher_resume_at_;
   FiberSanitizerState launcher_sanitizer_;
   unsigned char* shared_ = nullptr;
