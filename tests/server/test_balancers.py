@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from server_fixture import check, failures, fleet_arguments, free_ports, write_repository  # noqa: E402
 from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
-from test_failover import Fleet, Load, answers_ok  # noqa: E402
+from test_failover import PACE_MS, Fleet, Load, answers_ok  # noqa: E402
 
 
 def window(fleet, which, seconds):
@@ -43,7 +43,7 @@ def haproxy(fleet, repo, args, tmp):
 
         # kaas-server's default drain (SIGTERM: not ready for 3 s, still serving) is long enough
         # for haproxy's checks (every 200 ms) to take it out before it stops accepting.
-        load = Load(args.client_load, repo, lb.address, seconds=5, clients=8)
+        load = Load(args.client_load, repo, lb.address, seconds=5, clients=8, work_ms=PACE_MS)
         drained = fleet.servers[2]
         drained.process.send_signal(signal.SIGTERM)
         code = drained.process.wait(timeout=60)
@@ -57,7 +57,7 @@ def haproxy(fleet, repo, args, tmp):
         check(wait_for(lambda: lb.servers_up() >= 3, 60), "haproxy: the drained server, restarted, is UP again")
 
         # The callers have run for a second when Load returns; 2.5 s of calls after the kill.
-        load = Load(args.client_load, repo, lb.address, seconds=5)
+        load = Load(args.client_load, repo, lb.address, seconds=5, work_ms=PACE_MS)
         counts = window(fleet, [0, 1, 2], 1.5)
         check(all(c > 0 for c in counts), f"haproxy: every server takes requests {counts}")
         fleet.servers[1].process.send_signal(signal.SIGKILL)
@@ -65,7 +65,7 @@ def haproxy(fleet, repo, args, tmp):
         answers_ok("haproxy: kill -9 one of 3", summary)
         check(summary["fallback_calls"] == 0, "haproxy: kill -9 one of 3: fallback unused")
 
-        load = Load(args.client_load, repo, lb.address, seconds=5)
+        load = Load(args.client_load, repo, lb.address, seconds=5, work_ms=PACE_MS)
         lb.remove(3)
         time.sleep(1)
         counts = window(fleet, [0, 2], 2)
@@ -101,7 +101,7 @@ def nginx(fleet, repo, args, tmp):
         check(wait_for(lambda: (prefix / "nginx.pid").exists()), "nginx: started with deploy/nginx/kaas-grpc.conf")
         # Reloaded under load (the callers have run for a second when Load returns); the window
         # starts once the added server has answered (its workers have the new upstreams).
-        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=7)
+        load = Load(args.client_load, repo, f"127.0.0.1:{port}", seconds=7, work_ms=PACE_MS)
         serve([0, 2])
         added = fleet.successes(2)
         subprocess.run([nginx_bin, "-p", str(prefix), "-c", str(conf), "-s", "reload"], check=True)

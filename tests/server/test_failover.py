@@ -26,6 +26,11 @@ import urllib.request
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from server_fixture import KaasServer, check, failures, fleet_arguments, free_ports, stop_all, write_repository  # noqa: E402
 
+# Each caller's other work between its calls (kaas-client-load --work-ms): 16 callers make ~250
+# calls a second, which every check needs (round robin spreads them within a few calls of a
+# third), at about half the CPU of callers in a tight loop (47 -> 29 CPU-s for this test), which
+# the test command's other test on the second core gets back.
+PACE_MS = 50
 MODEL = "emtrkmichelid"
 DRAIN_SECONDS = 2
 
@@ -86,10 +91,12 @@ class Load:
     for --seconds, the bound of what a phase's checks need, or until stop() (SIGINT: the calls
     in flight end and the summary of all calls follows)."""
 
-    def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False, batch=1):
+    def __init__(self, client_load, repository, servers, seconds, clients=16, fallback=False, batch=1,
+                 work_ms=0.0):
         cmd = [client_load, "--servers", servers, "--repository", str(repository), "--model", MODEL,
                "--clients", str(clients), "--seconds", str(seconds), "--retries", "4",
-               "--backoff-ms", "50", "--probe-ms", "300", "--batch", str(batch)]
+               "--backoff-ms", "50", "--probe-ms", "300", "--batch", str(batch),
+               "--work-ms", str(work_ms)]
         if fallback:
             cmd.append("--fallback")
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -163,7 +170,7 @@ def main():
 
 def run(fleet, repo, args):
     # 1. kill -9 one of three under load: after 3 s of calls, 2 s of calls after it.
-    baseline = Load(args.client_load, repo, fleet.addresses(), seconds=5)
+    baseline = Load(args.client_load, repo, fleet.addresses(), seconds=5, work_ms=PACE_MS)
     time.sleep(2)
     fleet.servers[1].process.send_signal(signal.SIGKILL)
     summary, seconds = baseline.result()
@@ -177,7 +184,7 @@ def run(fleet, repo, args):
     # 2. restart it under load (the callers have run for a second): its share within 5 s, then
     # an even spread. The load lasts for the longest case: a 3 s start, the share in the 5th
     # second, 1 s, the 5 s window.
-    load = Load(args.client_load, repo, fleet.addresses(), seconds=15)
+    load = Load(args.client_load, repo, fleet.addresses(), seconds=15, work_ms=PACE_MS)
     fleet.servers[1] = fleet.start(1)
     wait_ready(fleet.servers[1])
     # The clients see it only after their health watch does (a second or two on a busy
@@ -207,7 +214,7 @@ def run(fleet, repo, args):
     # callers go on a second or two after its exit. (The third server drains while this load
     # starts.)
     fleet.servers[2].terminate()
-    load = Load(args.client_load, repo, fleet.addresses([0, 1]), seconds=5)
+    load = Load(args.client_load, repo, fleet.addresses([0, 1]), seconds=5, work_ms=PACE_MS)
     fleet.servers[2].stop()
     drained = fleet.servers[1]
     drained.process.send_signal(signal.SIGTERM)
