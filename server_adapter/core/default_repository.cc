@@ -1,5 +1,7 @@
 #include "kaas/server_adapter/core/default_repository.h"
 
+#include <algorithm>
+
 #include <google/protobuf/text_format.h>
 
 #include <fstream>
@@ -95,7 +97,9 @@ void write_emtrk_repository_entry(const fs::path& repository, const std::string&
     o->set_data_type(inference::TYPE_FP32);
     o->add_dims(width);
   }
-  config.mutable_dynamic_batching()->add_preferred_batch_size(256);
+  // A full batch of the CNN's plan (256), or the whole max batch below that: a preferred size
+  // above max_batch_size is a config the server refuses.
+  config.mutable_dynamic_batching()->add_preferred_batch_size(std::min(256, max_batch));
   config.mutable_dynamic_batching()->set_max_queue_delay_microseconds(500);
   config.add_instance_group()->set_count(1);
   write_config(dir,

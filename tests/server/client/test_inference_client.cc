@@ -72,7 +72,7 @@ class ClientTest : public ::testing::Test {
   static void SetUpTestSuite() {
     repository_ = new fs::path(fs::temp_directory_path() /
                                ("kaas_client_test_" + std::to_string(::getpid())));
-    server::write_default_repository(*repository_, 256);
+    server::write_default_repository(*repository_, 128);
     // knn with BF16 points and FP16 distances: converted at the model's boundary.
     fs::create_directories(*repository_ / "knn_half" / "1");
     std::ofstream(*repository_ / "knn_half" / "config.pbtxt")
@@ -87,7 +87,7 @@ class ClientTest : public ::testing::Test {
     fs::copy_file(*repository_ / "emtrkmichelid" / "1" / "model.onnx",
                   *repository_ / "emtrk_bf16" / "1" / "model.onnx");
     std::ofstream(*repository_ / "emtrk_bf16" / "config.pbtxt")
-        << "name: \"emtrk_bf16\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 256\n"
+        << "name: \"emtrk_bf16\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 128\n"
            "parameters { key: \"precision\" value { string_value: \"bf16\" } }\n";
   }
   static void TearDownTestSuite() {
