@@ -220,8 +220,12 @@ class Service final : public inference::GRPCInferenceService::Service {
   // each hand-over is also stated with a release/acquire pair of kaas's own.
   class InferCall final : public grpc::ServerUnaryReactor {
    public:
-    explicit InferCall(std::atomic<int64_t>& answering)
-        : abandoned(std::make_shared<std::atomic<bool>>(false)), answering_(answering) {}
+    InferCall(std::atomic<int64_t>& answering, std::atomic<int64_t>& live)
+        : abandoned(std::make_shared<std::atomic<bool>>(false)),
+          answering_(answering),
+          live_(live) {
+      live_.fetch_add(1, std::memory_order_relaxed);
+    }
     void OnCancel() override {
       (void)published_.load(std::memory_order_acquire);
       abandoned->store(true);
@@ -230,10 +234,15 @@ class Service final : public inference::GRPCInferenceService::Service {
     // gRPC calls OnDone after OnCancel, possibly on another of its threads: the acquire of
     // cancelled_ states that order, so the flag's last owner (this call's reference or the
     // scheduler's) frees it after OnCancel's store.
+    // The server waits for the live count after grpc::Server::Wait: its release, after the call
+    // (and its hold on the memory trimmer) is gone, orders this thread's last accesses before the
+    // server's teardown, as ThreadSanitizer can see.
     void OnDone() override {
       (void)cancelled_.load(std::memory_order_acquire);
       (void)answered_.load(std::memory_order_acquire);
+      std::atomic<int64_t>& live = live_;
       delete this;
+      live.fetch_sub(1, std::memory_order_release);
     }
     // The handler is done with the call: gRPC may call OnCancel from now on.
     void publish() { published_.store(true, std::memory_order_release); }
@@ -256,11 +265,12 @@ class Service final : public inference::GRPCInferenceService::Service {
    private:
     std::atomic<bool> published_{false}, answered_{false}, cancelled_{false};
     std::atomic<int64_t>& answering_;
+    std::atomic<int64_t>& live_;
   };
 
   grpc::ServerUnaryReactor* infer(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
-    auto* call = new InferCall(answering_);
+    auto* call = new InferCall(answering_, live_calls_);
     grpc::ByteBuffer received = *request;  // shares the slices
     inference::ModelInferRequest q;
     const Status parsed = parse_bounded(
@@ -441,12 +451,16 @@ class Service final : public inference::GRPCInferenceService::Service {
 
   ServerState& state_;
   std::atomic<int64_t> answering_{0};
+  std::atomic<int64_t> live_calls_{0};  // InferCalls not yet through OnDone
 
  public:
   // After grpc::Server::Wait (every call done, so every answer begun): waits until no answer is
-  // still inside Finish.
+  // still inside Finish and every call's OnDone has returned, so that nothing a call holds (the
+  // memory trimmer's scope, the model) is torn down under a gRPC thread still finishing it.
   void wait_for_answers() const {
-    while (answering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    while (answering_.load(std::memory_order_acquire) != 0 ||
+           live_calls_.load(std::memory_order_acquire) != 0)
+      std::this_thread::yield();
   }
 };
 
