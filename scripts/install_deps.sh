@@ -27,6 +27,8 @@ if [[ "${1:-}" != "--run-only" ]]; then
   # Balancers in front of several kaas-servers, Prometheus for the autoscaling query
   # (tests/server/test_balancers.py, test_autoscaling.py, deploy/)
   packages+=(haproxy nginx-light prometheus)
+  # The test command's background builds (renice is in bsdutils, essential; pgrep here)
+  packages+=(procps)
   # PyPI test tools (onnxruntime) go into a virtual environment: scripts/python_env.sh
 fi
 

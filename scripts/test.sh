@@ -18,6 +18,8 @@
 #   4. g++ with ThreadSanitizer, serial + gpu_emu (libgomp is not instrumented): only the server,
 #      the client and their tests are built and run (ctest label tsan); the serial kernel bodies
 #      and SIMD paths, single-threaded arithmetic, are left uninstrumented
+# Configurations 2 and 4 compile in the background at the lowest priority from the start of
+# step 1's tests, in the core time the tests leave idle; each step waits for its own build.
 # In CI (CI=true) a missing nvcc or hipcc, or a missing package of any component, is an error
 # instead of a disabled backend or component.
 #
@@ -80,6 +82,46 @@ longest_tests() {
   done | sort -rn | head -10 | awk '{ printf "%7.1f s  %-6s %s\n", $1, $2, $3 }'
 }
 
+# The sanitizer configurations compile in the background at the lowest priority (nice 19) from
+# the start of step 1's tests: the tests leave about a fifth of the two cores idle (server tests
+# waiting on their servers and clients, the autoscaling test alone), which the builds fill, and a
+# test that wants its core gets it back at once (a nice-0 task preempts a nice-19 one on wake-up;
+# CFS gives the nice-19 task 1.5 % of a contended core). Each build's output is printed, and its
+# CPU time counted, in the step that waits for it.
+declare -A background_pid=()
+# start_background NAME COMMAND...: COMMAND (a function of this script) at nice 19.
+start_background() {
+  local name="$1"
+  shift
+  (
+    renice -n 19 -p "$BASHPID" > /dev/null
+    "$@"
+  ) > "$test_logs/$name.build.txt" 2>&1 &
+  background_pid[$name]=$!
+}
+# stop_background: ends what is still running of them (the script stopped early).
+stop_background() {
+  local name
+  for name in "${!background_pid[@]}"; do kill_tree "${background_pid[$name]}"; done
+}
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2> /dev/null || true
+}
+# finish_background NAME: waits for it, prints its output, stops the script if it failed.
+finish_background() {
+  local name="$1" status=0
+  wait "${background_pid[$name]}" || status=$?
+  unset "background_pid[$name]"
+  printf -- '---- the %s build (in the background since step 1'"'"'s tests) ----\n' "$name"
+  cat "$test_logs/$name.build.txt"
+  if ((status != 0)); then
+    echo "the $name build failed (exit $status)"
+    exit 1
+  fi
+}
+
 # Unity builds (CMake batches 16 sources of a target into one translation unit, so shared headers
 # are parsed once; cmake/KaasBackends.cmake does the same for nvcc and hipcc): configurations 1, 2
 # and 4 compile in about two thirds of the CPU time (bench/results/test-command-cpu.md).
@@ -87,10 +129,53 @@ longest_tests() {
 # its test programs come in unity batches too (KAAS_UNITY_TESTS: 250 -> 204 CPU-s of its build).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 
+# ASan compiles at -O1 with line tables only (-g1), as its documentation advises: stack traces
+# keep file and line, and a test file such as tests/kernels/test_gemm.cc compiles in 11.5 s
+# instead of 24.4 s (-O2 -g, measured here). TSan stays at -O2: at -O1 std::string's
+# out-of-line copies in our binaries serve libgrpc's own calls, and TSan reports gRPC's races on
+# gRPC's data (which scripts/tsan.supp leaves to the library) from our frames. Both keep line
+# tables only (-g1): reports name file and line, and the compile skips full debug info.
+asan_flags="-O1 -g1 -DNDEBUG"
+tsan_flags="-O2 -g1 -DNDEBUG"
+
+# The two sanitizer builds (run in the background, see start_background).
+build_asan() {
+  cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+    "${unity[@]}" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$asan_flags" \
+    -DKAAS_SANITIZE=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_BUILD_BENCH=OFF \
+    -DKAAS_ENABLE_TBB=OFF -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
+  # What `ctest -L asan` runs (tests/CMakeLists.txt says which tests and why; a target missing here
+  # fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
+  # model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
+  # cross-check) ran in step 1 and is not run again here.
+  asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
+                test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
+                kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
+                test_batch_pipeline test_shared_memory_registry test_bounded_inflate)
+  cmake --build build/test-asan -j "$jobs" --target "${asan_targets[@]}"
+}
+build_tsan() {
+  cmake -S . -B build/test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+    "${unity[@]}" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$tsan_flags" \
+    -DKAAS_TSAN=ON -DKAAS_ENABLE_OPENMP=OFF -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
+    -DKAAS_BUILD_BENCH=OFF -DKAAS_WERROR=ON
+  cmake --build build/test-tsan -j "$jobs" --target kaas-server kaas-make-repository kaas-infer \
+    test_client test_gpu_emu_backend
+}
+
+package_work=$(mktemp -d)
+smoke_pid=""
+trap '[[ -n "$smoke_pid" ]] && kill "$smoke_pid" 2> /dev/null; stop_background
+      rm -rf "$package_work" "$test_logs"' EXIT
+
 step "1/4 g++ + libgomp, all backends"
 cmake -S . -B build/test-gcc -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ "${unity[@]}" \
   -DKAAS_WERROR=ON -DKAAS_REQUIRE_GPU_COMPILERS=$require_gpu -DKAAS_REQUIRE_COMPONENTS=$require_gpu
 cmake --build build/test-gcc -j "$jobs"
+start_background asan build_asan
+start_background tsan build_tsan
 run_ctest gcc --test-dir build/test-gcc -j "$jobs" --output-on-failure
 bash scripts/ptxas_summary.sh build/test-gcc
 
@@ -99,9 +184,6 @@ step "at once: the training smoke and the run command (short); kaas as a package
 # (pip's downloads, jax's start, the servers' waits): 94 s one after the other on a Zen 4 VM.
 # OpenMP threads wait passively, as in ctest: a spinning barrier would take the other's core.
 export OMP_WAIT_POLICY=passive
-package_work=$(mktemp -d)
-smoke_pid=""
-trap '[[ -n "$smoke_pid" ]] && kill "$smoke_pid" 2> /dev/null; rm -rf "$package_work" "$test_logs"' EXIT
 # The training path cannot rot: a one-epoch model on 2 small events, exported and checked
 # against the trained network; then the run command on the trained model kept as data.
 (
@@ -134,30 +216,8 @@ if ((smoke_status != 0)); then
 fi
 unset OMP_WAIT_POLICY
 
-# ASan compiles at -O1 with line tables only (-g1), as its documentation advises: stack traces
-# keep file and line, and a test file such as tests/kernels/test_gemm.cc compiles in 11.5 s
-# instead of 24.4 s (-O2 -g, measured here). TSan stays at -O2: at -O1 std::string's
-# out-of-line copies in our binaries serve libgrpc's own calls, and TSan reports gRPC's races on
-# gRPC's data (which scripts/tsan.supp leaves to the library) from our frames. Both keep line
-# tables only (-g1): reports name file and line, and the compile skips full debug info.
-asan_flags="-O1 -g1 -DNDEBUG"
-tsan_flags="-O2 -g1 -DNDEBUG"
-
 step "2/4 g++ ASan + UBSan, CPU backends: the code with its own memory handling (ctest -L asan)"
-cmake -S . -B build/test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
-  "${unity[@]}" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$asan_flags" \
-  -DKAAS_SANITIZE=ON -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF -DKAAS_BUILD_BENCH=OFF \
-  -DKAAS_ENABLE_TBB=OFF -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
-# What `ctest -L asan` runs (tests/CMakeLists.txt says which tests and why; a target missing here
-# fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
-# model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
-# cross-check) ran in step 1 and is not run again here.
-asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
-              test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
-              kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
-              test_batch_pipeline test_shared_memory_registry test_bounded_inflate)
-cmake --build build/test-asan -j "$jobs" --target "${asan_targets[@]}"
+finish_background asan
 # LeakSanitizer suppressions: only allocations proven to be a library's own for-life caches.
 # clear_shadow_mmap_threshold: the emulated GPU switches fibers at every barrier, and ASan clears
 # the shadow of the fiber's stack each time; above the threshold (64 KiB by default) by mmap,
@@ -190,13 +250,7 @@ CXX=clang++ bash scripts/gpu_check.sh --cpu-only --build-dir build/test-kernels 
   --source-dir "$KAAS_ROOT" --work-dir "$package_work/kernels-only"
 
 step "4/4 g++ ThreadSanitizer: server, scheduler, client (serial + gpu_emu)"
-cmake -S . -B build/test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
-  "${unity[@]}" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$tsan_flags" \
-  -DKAAS_TSAN=ON -DKAAS_ENABLE_OPENMP=OFF -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
-  -DKAAS_BUILD_BENCH=OFF -DKAAS_WERROR=ON
-cmake --build build/test-tsan -j "$jobs" --target kaas-server kaas-make-repository kaas-infer \
-  test_client test_gpu_emu_backend
+finish_background tsan
 # Suppressions: only what is proven to lie outside kaas (each with its reason in the file).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$KAAS_ROOT/scripts/tsan.supp" \
   run_ctest tsan --test-dir build/test-tsan -j "$jobs" --output-on-failure -L tsan
