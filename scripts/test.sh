@@ -50,12 +50,17 @@ timings=()
 test_logs=$(mktemp -d)
 # CPU seconds used so far by this script's finished children: cutime + cstime of this shell
 # (fields 16 and 17 of /proc/<pid>/stat, in clock ticks; $$ is this shell in a subshell too).
+# children_cpu [PID]: the same for another shell (a background subshell's $BASHPID).
 children_cpu() {
-  awk -v tick="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d", ($14 + $15) / tick }' "/proc/$$/stat"
+  awk -v tick="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d", ($14 + $15) / tick }' \
+    "/proc/${1:-$$}/stat"
 }
+# A step's CPU leaves out the background builds (below) that ended during it: each has its own
+# line, with the CPU its subshell's children used.
 end_step() {
   if [[ -n "$step_name" ]]; then
-    local took=$(($(date +%s) - step_start)) cpu=$(($(children_cpu) - step_cpu_start))
+    local took=$(($(date +%s) - step_start))
+    local cpu=$(($(children_cpu) - step_cpu_start - $(background_cpu_reaped) + step_background_start))
     timings+=("$(printf '%5d s %6d s  %s' "$took" "$cpu" "$step_name")")
     printf -- '---- %s: %d s (CPU %d s)\n' "$step_name" "$took" "$cpu"
   fi
@@ -65,6 +70,7 @@ step() {
   step_name="$*"
   step_start=$(date +%s)
   step_cpu_start=$(children_cpu)
+  step_background_start=$(background_cpu_reaped)
   printf '\n==== %s ====\n' "$*"
 }
 # ctest CONFIG ARGS...: ctest, its output kept for the longest-tests table.
@@ -88,16 +94,30 @@ longest_tests() {
 # test that wants its core gets it back at once (a nice-0 task preempts a nice-19 one on wake-up;
 # CFS gives the nice-19 task 1.5 % of a contended core). Each build's output is printed, and its
 # CPU time counted, in the step that waits for it.
-declare -A background_pid=()
-# start_background NAME COMMAND...: COMMAND (a function of this script) at nice 19.
+declare -A background_pid=() background_started=()
+# start_background NAME COMMAND...: COMMAND (a function of this script) at nice 19; on exit the
+# subshell writes its children's CPU seconds to NAME.cpu.
 start_background() {
   local name="$1"
   shift
   (
+    trap "children_cpu \$BASHPID > '$test_logs/$name.cpu'" EXIT
     renice -n 19 -p "$BASHPID" > /dev/null
     "$@"
   ) > "$test_logs/$name.build.txt" 2>&1 &
   background_pid[$name]=$!
+  background_started[$name]=$!
+}
+# CPU seconds of the background builds that have ended and been reaped (bash reaps a child as
+# it ends; from then on its CPU is in children_cpu).
+background_cpu_reaped() {
+  local name total=0
+  for name in "${!background_started[@]}"; do
+    if [[ -f "$test_logs/$name.cpu" ]] && ! kill -0 "${background_started[$name]}" 2> /dev/null; then
+      total=$((total + $(< "$test_logs/$name.cpu")))
+    fi
+  done
+  echo "$total"
 }
 # stop_background: ends what is still running of them (the script stopped early).
 stop_background() {
@@ -116,6 +136,10 @@ finish_background() {
   unset "background_pid[$name]"
   printf -- '---- the %s build (in the background since step 1'"'"'s tests) ----\n' "$name"
   cat "$test_logs/$name.build.txt"
+  local cpu
+  cpu=$(< "$test_logs/$name.cpu")
+  printf -- '---- the %s build: CPU %d s\n' "$name" "$cpu"
+  timings+=("$(printf '%5s   %6d s  the %s build, in the background (nice 19)' - "$cpu" "$name")")
   if ((status != 0)); then
     echo "the $name build failed (exit $status)"
     exit 1

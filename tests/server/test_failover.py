@@ -29,7 +29,8 @@ from server_fixture import KaasServer, check, failures, fleet_arguments, free_po
 # Each caller's other work between its calls (kaas-client-load --work-ms): 16 callers make ~250
 # calls a second, which every check needs (round robin spreads them within a few calls of a
 # third), at about half the CPU of callers in a tight loop (47 -> 29 CPU-s for this test), which
-# the test command's other test on the second core gets back.
+# the test command's other test on the second core gets back. The 4 callers of the fallback
+# phase too (~80 calls a second; unpaced, they ran the model in-process on both cores).
 PACE_MS = 50
 MODEL = "emtrkmichelid"
 DRAIN_SECONDS = 2
@@ -228,7 +229,8 @@ def run(fleet, repo, args):
     # whole seconds on the server after the restart (stop_when below); 30 s only bounds it, since
     # a restart on a loaded machine can take several seconds (10 s were too few under CPU
     # contention: the load ran out 1 s after the server was back).
-    load = Load(args.client_load, repo, fleet.addresses([0]), seconds=30, clients=4, fallback=True)
+    load = Load(args.client_load, repo, fleet.addresses([0]), seconds=30, clients=4, fallback=True,
+                work_ms=PACE_MS)
     time.sleep(1)
     fleet.servers[0].process.send_signal(signal.SIGKILL)
     fleet.servers[0].process.wait()

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "cases/registry.h"
+#include "kaas/backends/cpu/cpu_features.h"
 
 namespace kaas::testing {
 namespace {
@@ -18,7 +21,16 @@ bool within_budget(const cases::Case& c, const Backend& backend, bool first_of_k
 
 }  // namespace
 
+std::string tier_run_repeats_the_full_tier() {
+  const char* tier_run = std::getenv("KAAS_TEST_TIER_RUN");
+  if (tier_run == nullptr || std::string_view(tier_run) != "1") return "";
+  if (usable_isa_tier() < detected_isa_tier()) return "";
+  return "the capped tier " + std::string(cpu_isa_cap()) + " is not below this CPU's own (" +
+         std::string(to_string(detected_isa_tier())) + "): test_kernels.* runs its cases";
+}
+
 void expect_cases_pass(const Backend& backend, std::string_view kernel) {
+  if (const std::string why = tier_run_repeats_the_full_tier(); !why.empty()) GTEST_SKIP() << why;
   const auto list = cases::cases_of(kernel);
   ASSERT_FALSE(list.empty()) << kernel << " has no case";
   Queue queue(backend);
