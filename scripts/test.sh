@@ -171,8 +171,9 @@ build_asan() {
     -DKAAS_ENABLE_TBB=OFF -DKAAS_WERROR=ON -DKAAS_REQUIRE_COMPONENTS=$require_gpu
   # What `ctest -L asan` runs (tests/CMakeLists.txt says which tests and why; a target missing here
   # fails that test, so the list cannot fall behind silently): backends, kernel cases, parsers and
-  # model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the kNN
-  # cross-check) ran in step 1 and is not run again here.
+  # model import, the toy event, the fuzz replays, the batch pipeline, the shared-memory
+  # registry. The numeric suite (models on openmp and gpu_emu, the 16-bit precision sample, the
+  # kNN cross-check) ran in step 1 and is not run again here.
   asan_targets=(test_core test_gpu_emu_backend test_openmp_backend test_backends test_kernels
                 test_onnx_nodes test_models test_toy_event kaas-fuzz-rest_infer
                 kaas-fuzz-grpc_infer kaas-fuzz-model_config kaas-fuzz-onnx_import kaas-fuzz-npy
