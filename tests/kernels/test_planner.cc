@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -14,33 +15,27 @@
 
 #include "kaas/common/error.h"
 #include "kaas_build/kernel_sources_digest.h"
+#include "tests/support/scoped_env.h"
 
 namespace kaas::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A cache file in a fresh directory for each test, restoring KAAS_PLANNER_CACHE afterwards.
+// A cache file in a fresh directory for each test; KAAS_PLANNER_CACHE restored afterwards.
 class PlannerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* old = std::getenv("KAAS_PLANNER_CACHE");
-    saved_ = old == nullptr ? "" : old;
-    had_ = old != nullptr;
     dir_ = fs::temp_directory_path() /
            ("kaas_planner_test_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     path_ = (dir_ / "sub" / "plans.tsv").string();  // its directory does not exist yet
-    ::setenv("KAAS_PLANNER_CACHE", path_.c_str(), 1);
+    cache_env_.emplace("KAAS_PLANNER_CACHE", path_);
     planner::forget_process_decisions();
   }
   void TearDown() override {
-    if (had_) {
-      ::setenv("KAAS_PLANNER_CACHE", saved_.c_str(), 1);
-    } else {
-      ::unsetenv("KAAS_PLANNER_CACHE");
-    }
+    cache_env_.reset();
     planner::forget_process_decisions();
     fs::remove_all(dir_);
   }
@@ -74,8 +69,7 @@ class PlannerTest : public ::testing::Test {
   std::vector<int> runs_;
 
  private:
-  std::string saved_;
-  bool had_ = false;
+  std::optional<ScopedEnv> cache_env_;
 };
 
 TEST_F(PlannerTest, FixedModeTakesTheFirstCandidateAndRunsNothing) {

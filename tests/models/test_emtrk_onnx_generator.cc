@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <span>
-#include <string>
 
 #include "kaas/backends/half.h"
 #include "kaas/common/error.h"
@@ -24,6 +21,7 @@
 #include "tests/support/backends_under_test.h"
 #include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
+#include "tests/support/scoped_env.h"
 
 namespace kaas::testing {
 namespace {
@@ -419,35 +417,14 @@ TEST(EmTrkSpellings, AReshapeToAnotherShapeIsNotFlatten) {
   }
 }
 
-// The planner's cache off for one test whatever the caller's environment (a test that reads the
-// plan log of a fresh measurement; ctest sets KAAS_PLANNER_CACHE=off, a run by hand may not),
-// restored afterwards.
-class PlannerCacheOff {
- public:
-  PlannerCacheOff() {
-    if (const char* old = std::getenv("KAAS_PLANNER_CACHE")) saved_ = old;
-    ::setenv("KAAS_PLANNER_CACHE", "off", 1);
-  }
-  ~PlannerCacheOff() {
-    if (saved_) {
-      ::setenv("KAAS_PLANNER_CACHE", saved_->c_str(), 1);
-    } else {
-      ::unsetenv("KAAS_PLANNER_CACHE");
-    }
-  }
-  PlannerCacheOff(const PlannerCacheOff&) = delete;
-  PlannerCacheOff& operator=(const PlannerCacheOff&) = delete;
-
- private:
-  std::optional<std::string> saved_;
-};
-
 // The sparse execution chosen patch by patch (SparsePlan::kAuto with the planner measuring): in a
 // batch of empty and charged patches the empty ones run sparse and the charged ones what the
 // load-time timings predict faster; every patch's scores are the dense plan's within 1e-5 and
 // the same bits as when it runs alone or in another batch. The plan log gives the timings.
 TEST(EmTrkPlanner, TheSparseChoiceIsMadePatchByPatch) {
-  const PlannerCacheOff no_cache;
+  // It reads the plan log of a fresh measurement: no cache whatever the caller's environment
+  // (ctest sets KAAS_PLANNER_CACHE=off, a run by hand may not).
+  const ScopedEnv no_cache("KAAS_PLANNER_CACHE", "off");
   const Backend& serial = find_backend("serial");
   const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
   const int64_t batch = 4, values = 48 * 48;
