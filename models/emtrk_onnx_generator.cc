@@ -1,7 +1,9 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -24,25 +26,52 @@ constexpr int64_t kFlat = kConvOut * kConvOut * kFilters;  // 92,928
 class WeightGenerator {
  public:
   explicit WeightGenerator(uint32_t seed) : engine_(seed) {}
-  std::vector<float> glorot(int64_t count, int64_t fan_in, int64_t fan_out) {
-    const double limit = std::sqrt(6.0 / double(fan_in + fan_out));
-    std::vector<float> values(static_cast<size_t>(count));
-    for (auto& v : values) {
-      const double unit = double(engine_() >> 8) * (1.0 / 16777216.0);  // [0, 1), 24 bits
-      v = static_cast<float>((2.0 * unit - 1.0) * limit);
-    }
-    return values;
+  static double glorot_limit(int64_t fan_in, int64_t fan_out) {
+    return std::sqrt(6.0 / double(fan_in + fan_out));
   }
-  std::vector<float> small_bias(int64_t count) {
-    std::vector<float> values(static_cast<size_t>(count));
-    for (auto& v : values)
-      v = static_cast<float>(double(engine_() >> 8) * (0.02 / 16777216.0) - 0.01);
-    return values;
+  float glorot(double limit) {
+    const double unit = double(engine_() >> 8) * (1.0 / 16777216.0);  // [0, 1), 24 bits
+    return static_cast<float>((2.0 * unit - 1.0) * limit);
+  }
+  float small_bias() {
+    return static_cast<float>(double(engine_() >> 8) * (0.02 / 16777216.0) - 0.01);
   }
 
  private:
   std::mt19937 engine_;
 };
+
+onnx::TensorProto* add_float_initializer(onnx::GraphProto& graph, const std::string& name,
+                                         const std::vector<int64_t>& dims) {
+  auto* t = graph.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  return t;
+}
+
+void add_initializer(onnx::GraphProto& graph, const std::string& name,
+                     const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  // little-endian, as ONNX wants
+  add_float_initializer(graph, name, dims)
+      ->set_raw_data(values.data(), values.size() * sizeof(float));
+}
+
+// A generated initializer, drawn chunk by chunk straight into its raw_data: the weights exist
+// once while the model is built (a second 47.6 MB copy made every generation slower).
+template <class Draw>
+void add_drawn_initializer(onnx::GraphProto& graph, const std::string& name,
+                           const std::vector<int64_t>& dims, Draw draw) {
+  std::string& raw = *add_float_initializer(graph, name, dims)->mutable_raw_data();
+  const size_t count = size_t(models::element_count(dims));
+  raw.resize(count * sizeof(float));
+  std::array<float, 1024> chunk;
+  for (size_t begin = 0; begin < count; begin += chunk.size()) {
+    const size_t n = std::min(chunk.size(), count - begin);
+    for (size_t i = 0; i < n; ++i) chunk[i] = draw();
+    std::memcpy(raw.data() + begin * sizeof(float), chunk.data(), n * sizeof(float));
+  }
+}
 
 // Each initializer either generated or read from <weights_dir>/<name with '/' as '_'>.npy.
 class WeightSource {
@@ -51,17 +80,17 @@ class WeightSource {
       : generator_(options.seed), dir_(options.weights_dir) {}
   bool trained() const { return !dir_.empty(); }
 
-  std::vector<float> kernel(const std::string& name, const std::vector<int64_t>& dims,
-                            int64_t fan_in, int64_t fan_out) {
-    if (trained()) return load(name, dims);
-    return generator_.glorot(models::element_count(dims), fan_in, fan_out);
+  void add_kernel(onnx::GraphProto& graph, const std::string& name,
+                  const std::vector<int64_t>& dims, int64_t fan_in, int64_t fan_out) {
+    if (trained()) return add_initializer(graph, name, dims, load(name, dims));
+    const double limit = WeightGenerator::glorot_limit(fan_in, fan_out);
+    add_drawn_initializer(graph, name, dims, [&] { return generator_.glorot(limit); });
   }
-  std::vector<float> bias(const std::string& name, int64_t count) {
-    if (trained()) return load(name, {count});
-    return generator_.small_bias(count);
+  void add_bias(onnx::GraphProto& graph, const std::string& name, int64_t count) {
+    if (trained()) return add_initializer(graph, name, {count}, load(name, {count}));
+    add_drawn_initializer(graph, name, {count}, [&] { return generator_.small_bias(); });
   }
 
- private:
   std::vector<float> load(const std::string& name, const std::vector<int64_t>& dims) {
     std::string file = name;
     std::replace(file.begin(), file.end(), '/', '_');
@@ -84,18 +113,10 @@ class WeightSource {
     return values;
   }
 
+ private:
   WeightGenerator generator_;
   std::filesystem::path dir_;
 };
-
-void add_initializer(onnx::GraphProto& graph, const std::string& name, std::vector<int64_t> dims,
-                     const std::vector<float>& values) {
-  auto* t = graph.add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  t->set_raw_data(values.data(), values.size() * sizeof(float));  // little-endian, as ONNX wants
-}
 
 onnx::NodeProto* add_node(onnx::GraphProto& graph, const std::string& op, const std::string& name,
                           std::vector<std::string> inputs, std::vector<std::string> outputs) {
@@ -144,21 +165,19 @@ void add_dense(
     onnx::GraphProto& graph, WeightSource& weights, EmTrkGraphStyle style, const std::string& name,
     const std::string& input, const std::string& output, int64_t in, int64_t out,
     const std::function<int64_t(int64_t)>& pytorch_rows = [](int64_t i) { return i; }) {
-  auto w = weights.kernel(name + "/kernel", {in, out}, in, out);
-  const auto b = weights.bias(name + "/bias", out);
   if (style != EmTrkGraphStyle::kPyTorch) {
-    add_initializer(graph, name + "/kernel", {in, out}, w);
+    weights.add_kernel(graph, name + "/kernel", {in, out}, in, out);
+  } else if (!weights.trained()) {
+    weights.add_kernel(graph, name + "/kernel", {out, in}, in, out);
   } else {
-    if (weights.trained()) {
-      std::vector<float> transposed(w.size());
-      for (int64_t i = 0; i < in; ++i)
-        for (int64_t o = 0; o < out; ++o)
-          transposed[size_t(o * in + i)] = w[size_t(pytorch_rows(i) * out + o)];
-      w = std::move(transposed);
-    }
-    add_initializer(graph, name + "/kernel", {out, in}, w);
+    const std::vector<float> w = weights.load(name + "/kernel", {in, out});
+    std::vector<float> transposed(w.size());
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o)
+        transposed[size_t(o * in + i)] = w[size_t(pytorch_rows(i) * out + o)];
+    add_initializer(graph, name + "/kernel", {out, in}, transposed);
   }
-  add_initializer(graph, name + "/bias", {out}, b);
+  weights.add_bias(graph, name + "/bias", out);
   if (style == EmTrkGraphStyle::kTf2onnx) {
     add_node(graph, "MatMul", name + "/MatMul", {input, name + "/kernel"}, {name + "/MatMul:0"});
     add_node(graph, "Add", name + "/BiasAdd", {name + "/MatMul:0", name + "/bias"}, {output});
@@ -192,10 +211,9 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   add_value_info(graph.mutable_input(), "main_input",
                  keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
                        : std::vector<int64_t>{-1, 1, kPatch, kPatch});
-  add_initializer(graph, "conv2d/kernel", {kFilters, 1, kKernel, kKernel},
-                  weights.kernel("conv2d/kernel", {kFilters, 1, kKernel, kKernel},
-                                 kKernel * kKernel, kFilters * kKernel * kKernel));
-  add_initializer(graph, "conv2d/bias", {kFilters}, weights.bias("conv2d/bias", kFilters));
+  weights.add_kernel(graph, "conv2d/kernel", {kFilters, 1, kKernel, kKernel}, kKernel * kKernel,
+                     kFilters * kKernel * kKernel);
+  weights.add_bias(graph, "conv2d/bias", kFilters);
   std::string x = "main_input";
   if (keras) {  // ONNX Conv is NCHW: Keras exports wrap it in Transposes
     add_ints(add_node(graph, "Transpose", "conv2d/to_nchw", {x}, {"conv2d/input_nchw"}), "perm",

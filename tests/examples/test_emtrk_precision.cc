@@ -30,6 +30,7 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
+#include "tests/support/generated_emtrk.h"
 
 namespace kaas::testing {
 namespace {
@@ -109,8 +110,7 @@ Scores run_model(const Backend& backend, models::Precision precision,
   options.max_batch = kBatch;
   options.fused = fused;
   options.precision = precision;
-  const auto model =
-      models::make_onnx_model(models::generate_emtrk_onnx({style}), backend, options);
+  const auto model = models::make_onnx_model(generated_emtrk(style), backend, options);
   Scores scores;
   for (int64_t begin = 0; begin < n; begin += kBatch) {
     const int64_t rows = std::min(kBatch, n - begin);

@@ -19,6 +19,7 @@
 
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
+#include "tests/support/generated_emtrk.h"
 #include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
 #include "tests/support/scoped_env.h"
@@ -45,7 +46,7 @@ std::vector<std::string> op_types(const onnx::ModelProto& model) {
 }
 
 TEST(EmTrkModel, KerasGraphHasTheProductionStructureAndNames) {
-  const auto model = models::generate_emtrk_onnx();
+  const auto& model = generated_emtrk();
   EXPECT_EQ(parameter_count(model), models::kEmTrkParameters);
   EXPECT_EQ(op_types(model),
             (std::vector<std::string>{"Transpose", "Conv", "Relu", "Transpose", "Dropout",
@@ -65,7 +66,7 @@ TEST(EmTrkModel, KerasGraphHasTheProductionStructureAndNames) {
 }
 
 TEST(EmTrkModel, PyTorchGraphHasTheSameParameters) {
-  const auto model = models::generate_emtrk_onnx({EmTrkGraphStyle::kPyTorch});
+  const auto& model = generated_emtrk(EmTrkGraphStyle::kPyTorch);
   EXPECT_EQ(parameter_count(model), models::kEmTrkParameters);
   EXPECT_EQ(op_types(model),
             (std::vector<std::string>{"Conv", "Relu", "Flatten", "Gemm", "Relu", "Gemm", "Relu",
@@ -74,7 +75,7 @@ TEST(EmTrkModel, PyTorchGraphHasTheSameParameters) {
 
 TEST(EmTrkModel, GenerationIsDeterministicAndSeeded) {
   std::string a, b, c;
-  ASSERT_TRUE(models::generate_emtrk_onnx().SerializeToString(&a));
+  ASSERT_TRUE(generated_emtrk().SerializeToString(&a));
   ASSERT_TRUE(models::generate_emtrk_onnx().SerializeToString(&b));
   ASSERT_TRUE(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 7}).SerializeToString(&c));
   EXPECT_EQ(a, b);
@@ -102,7 +103,7 @@ class EmTrkWeightsDir : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("kaas_emtrk_weights_" + std::to_string(::getpid()));
-    write_weights(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5}), dir_);
+    write_weights(generated_emtrk(EmTrkGraphStyle::kKeras, 5), dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   models::EmTrkGeneratorOptions trained(EmTrkGraphStyle style) const {
@@ -115,7 +116,7 @@ class EmTrkWeightsDir : public ::testing::Test {
 };
 
 TEST_F(EmTrkWeightsDir, KerasModelCarriesTheFilesUnchanged) {
-  const auto generated = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5});
+  const auto& generated = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   const auto loaded = models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
   ASSERT_EQ(loaded.graph().initializer_size(), generated.graph().initializer_size());
   for (int i = 0; i < loaded.graph().initializer_size(); ++i) {
@@ -128,7 +129,7 @@ TEST_F(EmTrkWeightsDir, KerasModelCarriesTheFilesUnchanged) {
 // Weights kept as data in FP16 (data/emtrk-toy) load widened: each initializer holds exactly
 // the FP16 values as FP32.
 TEST_F(EmTrkWeightsDir, Fp16FilesLoadWidenedExactly) {
-  const auto generated = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5});
+  const auto& generated = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   const auto half_dir = dir_ / "fp16";
   std::filesystem::create_directories(half_dir);
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
@@ -198,7 +199,7 @@ TEST_F(EmTrkWeightsDir, AWrongOrMissingFileIsNamed) {
   }
   std::filesystem::remove(dir_ / "michel_netout_bias.npy");
   std::filesystem::remove(dir_ / "dense_1_kernel.npy");
-  write_weights(models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 5}), dir_ / "copy");
+  write_weights(generated_emtrk(EmTrkGraphStyle::kKeras, 5), dir_ / "copy");
   std::filesystem::copy_file(dir_ / "copy" / "dense_1_kernel.npy", dir_ / "dense_1_kernel.npy");
   try {
     models::generate_emtrk_onnx(trained(EmTrkGraphStyle::kKeras));
@@ -229,7 +230,7 @@ const float* initializer(const onnx::ModelProto& m, const std::string& name) {
 TEST_P(EmTrkForwardTest, MatchesDoubleReferenceOnRandomPatches) {
   const auto [backend, style, plan] = GetParam();
   const bool keras = style == EmTrkGraphStyle::kKeras;
-  const auto proto = models::generate_emtrk_onnx({style});
+  const auto& proto = generated_emtrk(style);
   const int64_t batch = 5;
   const auto patches = random_floats(batch * 48 * 48, 99, -5.0f, 15.0f);
   models::OnnxModelOptions options;
@@ -316,8 +317,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, EmTrkForwardTest, ::testing::ValuesIn(forward
 // The Keras graph as tf2onnx writes it (Flatten as Reshape to [-1, 92928], MatMul + Add) gets
 // the Keras graph's fused plan, in fp32 and bf16, with the same bits.
 TEST(EmTrkSpellings, Tf2onnxGetsTheKerasPlanAndBits) {
-  const auto keras = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 4});
-  const auto tf2onnx = models::generate_emtrk_onnx({EmTrkGraphStyle::kTf2onnx, 4});
+  const auto& keras = generated_emtrk(EmTrkGraphStyle::kKeras, 4);
+  const auto& tf2onnx = generated_emtrk(EmTrkGraphStyle::kTf2onnx, 4);
   int reshapes = 0, matmuls = 0;
   for (const auto& node : tf2onnx.graph().node()) {
     reshapes += node.op_type() == "Reshape";
@@ -357,7 +358,7 @@ TEST(EmTrkSpellings, Tf2onnxGetsTheKerasPlanAndBits) {
 // dense layer on 16-bit weights and inputs, the small layers fp32, within the fused plan's
 // accuracy of the fp32 outputs.
 TEST(EmTrkPrecision, UnfusedGraphsRunBf16AndFp16PerOp) {
-  const auto keras = models::generate_emtrk_onnx({EmTrkGraphStyle::kKeras, 4});
+  const auto& keras = generated_emtrk(EmTrkGraphStyle::kKeras, 4);
   const int64_t batch = 5;
   const auto patches = random_floats(batch * 48 * 48, 98, -5.0f, 15.0f);
   const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
@@ -401,7 +402,7 @@ TEST(EmTrkPrecision, UnfusedGraphsRunBf16AndFp16PerOp) {
 
 // A Reshape that is not a flatten stays a Reshape (and the fused plan does not apply).
 TEST(EmTrkSpellings, AReshapeToAnotherShapeIsNotFlatten) {
-  auto proto = models::generate_emtrk_onnx({EmTrkGraphStyle::kTf2onnx, 4});
+  onnx::ModelProto proto = generated_emtrk(EmTrkGraphStyle::kTf2onnx, 4);
   for (auto& init : *proto.mutable_graph()->mutable_initializer()) {
     if (init.name() != "flatten/Const:0") continue;
     init.set_int64_data(0, -1);
@@ -426,7 +427,7 @@ TEST(EmTrkPlanner, TheSparseChoiceIsMadePatchByPatch) {
   // (ctest sets KAAS_PLANNER_CACHE=off, a run by hand may not).
   const ScopedEnv no_cache("KAAS_PLANNER_CACHE", "off");
   const Backend& serial = find_backend("serial");
-  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   const int64_t batch = 4, values = 48 * 48;
   models::OnnxModelOptions options;
   options.max_batch = batch;
@@ -483,7 +484,7 @@ TEST(EmTrkPlanner, TheSplitFollowsTheBatchWithTheSameBits) {
     if (b->id() == BackendId::kOpenmp) found = b;
   if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
   const OmpThreadsForTest omp(2);
-  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   models::OnnxModelOptions options;
   options.max_batch = 48;
   options.planner = planner::Mode::kMeasure;
@@ -530,7 +531,7 @@ TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
     if (b->id() == BackendId::kOpenmp) found = b;
   if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
   const Backend& openmp = *found;
-  const auto proto = models::generate_emtrk_onnx({models::EmTrkGraphStyle::kKeras, 5});
+  const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   const int64_t batch = 6;
   const auto patches = random_floats(batch * 48 * 48, 98, -5.0f, 15.0f);
   const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(

@@ -10,6 +10,7 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
+#include "tests/support/generated_emtrk.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -56,7 +57,7 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
   const Backend& backend = *GetParam();
   const Event e = make_event(17);
   const int64_t hits = int64_t(e.wire.size());
-  const auto cnn = models::generate_emtrk_onnx();
+  const auto cnn = generated_emtrk();
   models::MichelFromImageOptions options;
   options.hits_per_chunk = 7;  // several chunks and a partial last one
   const auto model = models::make_michel_from_image(cnn, backend, options);
@@ -101,7 +102,7 @@ TEST_P(MichelFromImageTest, ChainsPatchExtractionAndTheCnn) {
 TEST_P(MichelFromImageTest, PrecisionRunsTheCnnInBf16) {
   const Backend& backend = *GetParam();
   const Event e = make_event(9);
-  const auto cnn = models::generate_emtrk_onnx();
+  const auto cnn = generated_emtrk();
   models::MichelFromImageOptions options;
   const auto fp32 = models::make_michel_from_image(cnn, backend, options)->run(inputs_of(e));
   options.precision = models::Precision::kBf16;
@@ -138,7 +139,7 @@ TEST_P(MichelFromImageTest, TheImageLevelSparsePlanGivesTheDensePlansScores) {
   }
   for (int64_t b = 0; b < e.bins; ++b) zero_suppressed[size_t(b)] = 1.5f;  // the first wire
   e.image = zero_suppressed;
-  const auto cnn = models::generate_emtrk_onnx();
+  const auto cnn = generated_emtrk();
   models::MichelFromImageOptions options;
   options.hits_per_chunk = 5;
   options.sparse = models::SparsePlan::kDense;
@@ -169,7 +170,7 @@ TEST_P(MichelFromImageTest, TheImageLevelSparsePlanGivesTheDensePlansScores) {
 
 TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
   const Backend& backend = *GetParam();
-  const auto model = models::make_michel_from_image(models::generate_emtrk_onnx(), backend);
+  const auto model = models::make_michel_from_image(generated_emtrk(), backend);
   Event e = make_event(2);
   e.wire[1] = int32_t(e.wires);  // one past the last wire
   try {
@@ -192,7 +193,7 @@ TEST_P(MichelFromImageTest, BadHitsAndNetworksAreClearErrors) {
   models::MichelFromImageOptions small;
   small.patch.patch_wires = small.patch.patch_bins = 32;  // the network takes 48 x 48
   try {
-    models::make_michel_from_image(models::generate_emtrk_onnx(), backend, small);
+    models::make_michel_from_image(generated_emtrk(), backend, small);
     ADD_FAILURE() << "a CNN of the wrong input size was accepted";
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("input shape"), std::string::npos) << err.what();

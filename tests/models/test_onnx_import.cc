@@ -13,6 +13,7 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/onnx_model.h"
 #include "tests/support/backends_under_test.h"
+#include "tests/support/generated_emtrk.h"
 #include "tests/support/reference.h"
 
 namespace kaas::testing {
@@ -303,7 +304,7 @@ TEST_P(OnnxImportTest, MalformedFilesAreClearErrors) {
       fs::temp_directory_path() / ("kaas_onnx_import_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string bytes;
-  ASSERT_TRUE(models::generate_emtrk_onnx().SerializeToString(&bytes));
+  ASSERT_TRUE(generated_emtrk().SerializeToString(&bytes));
   auto write = [&](const std::string& name, const std::string& content) {
     std::ofstream(dir / name, std::ios::binary) << content;
     return dir / name;
@@ -319,7 +320,7 @@ TEST_P(OnnxImportTest, MalformedFilesAreClearErrors) {
   expect_error([&] { models::load_onnx_model(dir / "missing.onnx", backend()); },
                ErrorCode::kNotFound, {"missing.onnx"});
   // Parses, but the weight's raw data lost bytes.
-  auto model = models::generate_emtrk_onnx();
+  onnx::ModelProto model = generated_emtrk();
   auto* w = model.mutable_graph()->mutable_initializer(0);
   w->set_raw_data(w->raw_data().substr(0, w->raw_data().size() - 4));
   expect_error([&] { models::make_onnx_model(model, backend()); }, ErrorCode::kInvalidArgument,
