@@ -185,9 +185,9 @@ build_tsan() {
     "${unity[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$tsan_flags" \
     -DKAAS_TSAN=ON -DKAAS_ENABLE_OPENMP=OFF -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
-    -DKAAS_BUILD_BENCH=OFF -DKAAS_WERROR=ON
-  cmake --build build/test-tsan -j "$jobs" --target kaas-server kaas-make-repository kaas-infer \
-    test_client test_gpu_emu_backend
+    -DKAAS_BUILD_BENCH=OFF -DKAAS_WERROR=ON -DKAAS_TEST_TOOLS_DIR="$PWD/build/test-gcc/tools"
+  # The repository writer and kaas-infer are the tests' fixtures: step 1's (KAAS_TEST_TOOLS_DIR).
+  cmake --build build/test-tsan -j "$jobs" --target kaas-server test_client test_gpu_emu_backend
 }
 
 package_work=$(mktemp -d)
