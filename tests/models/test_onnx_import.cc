@@ -142,6 +142,51 @@ TEST_P(OnnxImportTest, FoldsAndFusesAndKeepsTheResults) {
   }
 }
 
+// Folding rewrites a dense weight in place only when no other op reads it: a weight shared by a
+// folded and an unfolded layer stays as stored for the second, and a transposed weight (transB)
+// shared by two layers gives each a correct [K, N] copy.
+TEST_P(OnnxImportTest, SharedWeightsAreRewrittenForOneLayerOnly) {
+  GraphBuilder b;
+  b.input("x", {-1, 2, 3, 4});
+  const auto w = random_floats(24 * 5, 3, -1, 1), wt = random_floats(5 * 24, 4, -1, 1);
+  b.constant("w", {24, 5}, w);
+  b.constant("wt", {5, 24}, wt);
+  GraphBuilder::ints(b.node("Transpose", "t", {"x"}, {"xt"}), "perm", {0, 2, 3, 1});
+  b.node("Flatten", "f1", {"xt"}, {"xf1"});
+  b.node("MatMul", "folded", {"xf1", "w"}, {"ya"});
+  b.node("Flatten", "f2", {"x"}, {"xf2"});
+  b.node("MatMul", "plain", {"xf2", "w"}, {"yb"});
+  GraphBuilder::int1(b.node("Gemm", "linear_c", {"xf2", "wt"}, {"yc"}), "transB", 1);
+  GraphBuilder::int1(b.node("Gemm", "linear_d", {"xf2", "wt"}, {"yd"}), "transB", 1);
+  for (const char* y : {"ya", "yb", "yc", "yd"}) b.output(y);
+  models::OnnxModelOptions options;
+  options.max_batch = 3;
+  const auto model = models::make_onnx_model(b.model, backend(), options);
+  EXPECT_TRUE(log_has(*model, "Transpose t folded into the weights of folded"));
+  const int64_t n = 3;
+  const auto x = random_floats(n * 24, 5, -2, 2);
+  const auto out = model->run(std::vector{tensor("x", {n, 2, 3, 4}, x)});
+  ASSERT_EQ(out.size(), 4u);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int o = 0; o < 5; ++o) {
+      double folded = 0, plain = 0, linear = 0;
+      for (int c = 0; c < 2; ++c)
+        for (int h = 0; h < 3; ++h)
+          for (int wi = 0; wi < 4; ++wi) {
+            const double xv = x[((r * 2 + c) * 3 + h) * 4 + wi];
+            const int k = (c * 3 + h) * 4 + wi;  // x's own (c, h, w) flatten order
+            folded += xv * w[((h * 4 + wi) * 2 + c) * 5 + o];
+            plain += xv * w[k * 5 + o];
+            linear += xv * wt[o * 24 + k];
+          }
+      EXPECT_NEAR(out[0].values<float>()[r * 5 + o], folded, 1e-5);
+      EXPECT_NEAR(out[1].values<float>()[r * 5 + o], plain, 1e-5);
+      EXPECT_NEAR(out[2].values<float>()[r * 5 + o], linear, 1e-5);
+      EXPECT_NEAR(out[3].values<float>()[r * 5 + o], linear, 1e-5);
+    }
+  }
+}
+
 // Concat, Reshape (0 and -1), broadcasting Add, Transpose and Softmax on their own kernels.
 TEST_P(OnnxImportTest, DataMovementOps) {
   GraphBuilder b;
