@@ -25,6 +25,7 @@
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/knn_model.h"
 #include "kaas/models/onnx_model.h"
+#include "tests/support/generated_emtrk.h"
 #include "tests/support/omp_threads.h"
 #include "tests/support/reference.h"
 
@@ -57,19 +58,15 @@ const char* name_of(EmTrkGraphStyle style) {
                                               : "pytorch";
 }
 
+// A graph spelling of EmTrkMichelId (seed 4), generated when first used in this process.
 struct Spelling {
   EmTrkGraphStyle style;
-  onnx::ModelProto proto;
+  const onnx::ModelProto& proto() const { return generated_emtrk(style, 4); }
 };
 
 const std::vector<Spelling>& spellings() {
-  static const std::vector<Spelling> all = [] {
-    std::vector<Spelling> s;
-    for (auto style :
-         {EmTrkGraphStyle::kKeras, EmTrkGraphStyle::kTf2onnx, EmTrkGraphStyle::kPyTorch})
-      s.push_back({style, models::generate_emtrk_onnx({style, 4})});
-    return s;
-  }();
+  static const std::vector<Spelling> all{
+      {EmTrkGraphStyle::kKeras}, {EmTrkGraphStyle::kTf2onnx}, {EmTrkGraphStyle::kPyTorch}};
   return all;
 }
 
@@ -94,7 +91,7 @@ std::unique_ptr<models::Model> load(const Spelling& s, const char* backend, mode
   options.precision = precision;
   options.planner = planner::Mode::kFixed;
   options.sparse = models::SparsePlan::kDense;
-  return models::make_onnx_model(s.proto, find_backend(backend), options);
+  return models::make_onnx_model(s.proto(), find_backend(backend), options);
 }
 
 // Each row's outputs (the softmax head's, then the sigmoid head's) as bytes.
@@ -205,7 +202,7 @@ TEST(Reproducibility, SparseAutoTakesTheModelsPlanFileSoProcessesAgree) {
     options.sparse = models::SparsePlan::kAuto;
     options.plan_file = (dir / "kaas_plan.tsv").string();
     planner::forget_process_decisions();
-    return models::make_onnx_model(s.proto, find_backend(backend), options);
+    return models::make_onnx_model(s.proto(), find_backend(backend), options);
   };
   auto sparse_line = [](const models::Model& model) {
     for (const auto& line : model.describe())
