@@ -292,11 +292,7 @@ const ImplRow<GemmImpl, GemmCall> kFp32Rows[] = {
      [](const GemmCall& c) { return tiles_unfit(c.ops.op_a, c.ops.op_b, c.y, 16); }, no_skip,
      [](const GemmCall& c) { gemm_cpu_simd(*c.queue, GemmImpl::kAvx512, c.ops, c.y, *c.params); }},
     {GemmImpl::kVendor, "vendor", IsaTier::kPortable, "vendor BLAS (follows M and threads)",
-     [](const Queue& q) {
-       return blas::has_sgemm(q)
-                  ? std::string()
-                  : "no vendor BLAS on " + std::string(q.backend().name()) + " in this build";
-     },
+     [](const Queue& q) { return blas::sgemm_unavailable(q); },
      [](const GemmCall& c) {
        return vendor_fits(c.ops.op_a, c.ops.op_b, c.y)
                   ? std::string()

@@ -16,15 +16,25 @@ void cublas_sgemm(const Queue& queue, const SgemmCall& call);
 const char* cublas_name();
 #endif
 
-bool has_sgemm(const Queue& queue) {
+std::string sgemm_unavailable(const Queue& queue) {
+  const std::string none =
+      "no vendor BLAS on " + std::string(queue.backend().name()) + " in this build";
   switch (queue.backend_id()) {
     case BackendId::kOpenmp:
-      return KAAS_HAVE_OPENBLAS == 1;
+      return KAAS_HAVE_OPENBLAS == 1 ? std::string() : none;
     case BackendId::kCuda:
-      return KAAS_HAVE_CUBLAS == 1;
+#if KAAS_HAVE_CUBLAS
+      return cublas_unavailable();
+#else
+      return none;
+#endif
     default:
-      return false;
+      return none;
   }
+}
+
+bool has_sgemm(const Queue& queue) {
+  return sgemm_unavailable(queue).empty();
 }
 
 void sgemm([[maybe_unused]] const Queue& queue, [[maybe_unused]] const SgemmCall& call) {

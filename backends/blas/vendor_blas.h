@@ -3,6 +3,7 @@
 // kernels/ never includes a vendor header or tests a backend macro.
 
 #include <cstdint>
+#include <string>
 
 #include "kaas/backends/queue.h"
 
@@ -23,11 +24,17 @@ struct SgemmCall {
   int64_t ldc = 0;
 };
 
-// Whether the queue's backend has a vendor sgemm in this build.
+// Why the queue's backend has no vendor sgemm (none in this build, or cuBLAS could not be
+// loaded: it is opened on first use); empty when it has one.
+std::string sgemm_unavailable(const Queue& queue);
 bool has_sgemm(const Queue& queue);
 // Runs it on the queue (stream-ordered); kUnimplemented when has_sgemm() is false.
 void sgemm(const Queue& queue, const SgemmCall& call);
 // "OpenBLAS 0.3.21 (Haswell kernels)", "cuBLAS 13.0", or "none".
 const char* sgemm_name(const Queue& queue);
+
+// Builds with cuBLAS (KAAS_HAVE_CUBLAS) only: opens it, once, and says why it could not be
+// opened; empty when it was. Nothing opens it before the CUDA backend's first sgemm or this.
+std::string cublas_unavailable();
 
 }  // namespace kaas::blas
