@@ -12,8 +12,10 @@ no cluster), so every kaas path, flag and metric they use is checked against the
 Usage: check_deploy.py --build-dir DIR
 """
 import argparse
+import atexit
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +56,7 @@ def main():
     parser.add_argument("--build-dir", required=True)
     args = parser.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-deploy-check-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # the install and repositories: 320 MB
     prefix = tmp / "prefix"
     subprocess.run(["cmake", "--install", args.build_dir, "--prefix", str(prefix)], check=True,
                    stdout=subprocess.DEVNULL)

@@ -1,11 +1,13 @@
 """What the server test scripts share: kaas-server (or the real tritonserver with the kaas
 backend) started on free loopback ports and stopped (SIGTERM) afterwards, the default repository
 written for it, and the check/failure tally."""
+import atexit
 import importlib.util
 import argparse
 import os
 import pathlib
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +48,21 @@ def fleet_arguments():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--client-load", required=True)
     return parser.parse_args()
+
+
+def scratch_directory(prefix):
+    """A directory for a test's repositories, plans and logs, removed when the test's process
+    ends: each server test writes 90-320 MB (model repositories), which were left in /tmp."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def log_file(prefix):
+    """A server's log, read while it runs and removed when the test's process ends."""
+    log = tempfile.NamedTemporaryFile("w+", prefix=prefix, suffix=".log", delete=False)
+    atexit.register(lambda: pathlib.Path(log.name).unlink(missing_ok=True))
+    return log
 
 
 def write_repository(make_repository_bin, directory, target="kaas"):
@@ -120,7 +137,7 @@ class KaasServer(ServerProcess):
         backend = backend or test_backend()
         if drain_seconds is not None:
             extra_args = [*extra_args, "--drain-seconds", str(drain_seconds)]
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="kaas-server-", suffix=".log", delete=False)
+        self.log = log_file("kaas-server-")
         self.process = subprocess.Popen(
             [server_bin, "--model-repository", str(repository), "--http-port", str(ports[0]),
              "--grpc-port", str(ports[1]), "--metrics-port", str(ports[2]), "--backend", backend, *extra_args],
@@ -163,7 +180,7 @@ class TritonServer(ServerProcess):
     """The real Triton server (PyPI nvidia-pytriton) with the kaas backend, on loopback only."""
 
     def __init__(self, repository, backend_directory, extra_args=(), wait_ready=True):
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="tritonserver-", suffix=".log", delete=False)
+        self.log = log_file("tritonserver-")
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.host = "127.0.0.1"
         self.process = subprocess.Popen(

@@ -20,14 +20,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
-from server_fixture import check, failures, fleet_arguments, free_ports, write_repository  # noqa: E402
+from server_fixture import check, failures, fleet_arguments, free_ports, scratch_directory, write_repository  # noqa: E402
 from test_failover import Fleet, Load, answers_ok  # noqa: E402
 
 POLL_S = 1.0
@@ -193,7 +192,7 @@ def direct_ratio(samples, start, end):
 
 def main():
     args = fleet_arguments()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-autoscaling-"))
+    tmp = scratch_directory("kaas-autoscaling-")
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
     fleet = Fleet(args.server, repo, 2, running=1)

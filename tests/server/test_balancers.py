@@ -16,11 +16,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_fixture import check, failures, fleet_arguments, free_ports, write_repository  # noqa: E402
+from server_fixture import check, failures, fleet_arguments, free_ports, scratch_directory, write_repository  # noqa: E402
 from balancer_fixture import DEPLOY, Haproxy, wait_for  # noqa: E402
 from test_failover import PACE_MS, Fleet, Load, answers_ok  # noqa: E402
 
@@ -124,7 +123,7 @@ def main():
         if not (shutil.which(tool) or pathlib.Path(f"/usr/sbin/{tool}").exists()):
             print(f"FAIL  {tool} is not installed (scripts/install_deps.sh installs it)")
             return 1
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-balancers-"))
+    tmp = scratch_directory("kaas-balancers-")
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
     fleet = Fleet(args.server, repo, 3, drain_seconds=None)  # kaas-server's default drain

@@ -13,7 +13,6 @@ import gzip
 import pathlib
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
@@ -23,7 +22,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import (KaasServer, check, expect_error, failures, test_backend,  # noqa: E402
+from server_fixture import (KaasServer, check, expect_error, failures, scratch_directory, test_backend,  # noqa: E402
                             write_repository)
 
 EMTRK = "emtrkmichelid"
@@ -72,7 +71,7 @@ def main():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--infer", required=True)
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-server-test-"))
+    tmp = scratch_directory("kaas-server-test-")
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
     server = KaasServer(args.server, repo)

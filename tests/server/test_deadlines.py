@@ -13,7 +13,6 @@ import concurrent.futures
 import pathlib
 import re
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -24,7 +23,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, scratch_directory, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 LONG_BATCH = 1024  # the model's max batch: one execution each, nothing joins it
@@ -146,7 +145,7 @@ def main():
     parser.add_argument("--server", required=True)
     parser.add_argument("--make-repository", required=True)
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-deadline-test-"))
+    tmp = scratch_directory("kaas-deadline-test-")
     write_repository(args.make_repository, tmp / "repo")
     rng = np.random.default_rng(3)
     server = KaasServer(args.server, tmp / "repo", ["--log-verbose", "1"])

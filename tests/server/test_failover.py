@@ -18,13 +18,12 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from server_fixture import KaasServer, check, failures, fleet_arguments, free_ports, stop_all, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, fleet_arguments, free_ports, scratch_directory, stop_all, write_repository  # noqa: E402
 
 # Each caller's other work between its calls (kaas-client-load --work-ms): 16 callers make ~250
 # calls a second, which every check needs (round robin spreads them within a few calls of a
@@ -158,7 +157,7 @@ def wait_ready(server):
 
 def main():
     args = fleet_arguments()
-    repo = pathlib.Path(tempfile.mkdtemp(prefix="kaas-failover-")) / "repo"
+    repo = scratch_directory("kaas-failover-") / "repo"
     write_repository(args.make_repository, repo)
     fleet = Fleet(args.server, repo, 3)
     try:

@@ -11,7 +11,6 @@ import concurrent.futures
 import pathlib
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -24,7 +23,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, scratch_directory, write_repository  # noqa: E402
 
 def knn_reference(points, splits, k):
     idx = np.full((len(points), k), -1, np.int32)
@@ -180,7 +179,7 @@ def main():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--load-requests", type=int, default=250)
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-protocol-"))
+    tmp = scratch_directory("kaas-protocol-")
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
     server = KaasServer(args.server, repo, ["--grpc-reflection=true"])

@@ -13,7 +13,6 @@ import os
 import pathlib
 import socket
 import sys
-import tempfile
 import time
 import zlib
 
@@ -24,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, check, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, check, failures, scratch_directory, write_repository  # noqa: E402
 
 
 def raw(server, request, timeout=30):
@@ -94,7 +93,7 @@ def main():
     parser.add_argument("--server", required=True)
     parser.add_argument("--make-repository", required=True)
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-reliability-"))
+    tmp = scratch_directory("kaas-reliability-")
     repo = tmp / "repo"
     write_repository(args.make_repository, repo)
     # Broken entries: a version directory beyond int64, a config.pbtxt that is a directory.

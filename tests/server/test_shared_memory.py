@@ -23,7 +23,6 @@ import argparse
 import os
 import pathlib
 import sys
-import tempfile
 import uuid
 
 import grpc
@@ -33,7 +32,7 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, TritonServer, check, expect_error, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, TritonServer, check, expect_error, failures, scratch_directory, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 SOFTMAX, SIGMOID = "em_trk_none_netout/Softmax", "michel_netout/Sigmoid"
@@ -270,7 +269,7 @@ def main():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--backend-dir", help="directory holding kaas/libtriton_kaas.so: compare with tritonserver")
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-shm-test-"))
+    tmp = scratch_directory("kaas-shm-test-")
     write_repository(args.make_repository, tmp / "kaas-repo")
     rng = np.random.default_rng(32)
     regions = Regions()

@@ -28,7 +28,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +38,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from server_fixture import KaasServer, TritonServer, check, expect_error, failures, write_repository  # noqa: E402
+from server_fixture import KaasServer, TritonServer, check, expect_error, failures, scratch_directory, write_repository  # noqa: E402
 
 EMTRK = "emtrkmichelid"
 EMTRK_OUTPUTS = ["em_trk_none_netout/Softmax", "michel_netout/Sigmoid"]
@@ -126,7 +125,7 @@ def main():
     parser.add_argument("--make-repository", required=True)
     parser.add_argument("--infer", required=True)
     args = parser.parse_args()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="kaas-triton-test-"))
+    tmp = scratch_directory("kaas-triton-test-")
     triton_repo, kaas_repo = tmp / "triton-repo", tmp / "kaas-repo"
     write_repository(args.make_repository, triton_repo, "triton")
     write_repository(args.make_repository, kaas_repo, "kaas")
