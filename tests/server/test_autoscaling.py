@@ -214,6 +214,11 @@ def run(fleet, lb, prometheus, repo, args):
     lb.add(1, http, grpc)
     check(wait_for(lambda: lb.servers_up() >= 1), "one server behind haproxy")
     prometheus.scrape([metrics])
+    # The window below must be scraped from its start: Prometheus finds the target up to a
+    # refresh interval later and first scrapes it up to a scrape interval after that, longer on
+    # a loaded machine (2 samples of the 6 s window were seen under a full ctest).
+    check(wait_for(lambda: prometheus.query(f'up{{instance="127.0.0.1:{metrics}"}}') == 1, 60),
+          "Prometheus scrapes the first server")
 
     # Low load for a full query window, scraped directly as well (every 0.25 s); the window
     # evaluated ends a second before the last direct scrape; the load goes on a second more.
