@@ -6,7 +6,8 @@
 #      the training smoke (a one-epoch model whose export must match the trained network) and a
 #      short version of the run command (kaas-server + kaas-reco on small events); the
 #      install of that build, against which examples/consumer and the Python module are built
-#   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer, CPU backends: the code with memory
+#   2. g++ with AddressSanitizer + UndefinedBehaviorSanitizer (UBSan's null and pointer-overflow
+#      checks left to ASan: CMakeLists.txt), CPU backends: the code with memory
 #      handling of its own (ctest label asan: backends, kernel cases, parsers, model import,
 #      the toy event, fuzz replays, batch pipeline, shared-memory registry), only
 #      the targets of those tests; not the numeric suite again
