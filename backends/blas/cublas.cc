@@ -39,12 +39,13 @@ bool look_up(void* library, const char* symbol, Function& function, std::string&
 CublasApi load_cublas() {
   CublasApi api;
   void* library = dlopen(KAAS_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) library = dlopen(KAAS_CUBLAS_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
-    const char* reason = dlerror();
+    const char* reason = dlerror();  // the soname's, the one a CUDA node is expected to resolve
     api.unavailable = std::string("cuBLAS (" KAAS_CUBLAS_SONAME ") could not be loaded: ") +
                       (reason != nullptr ? reason : "unknown reason");
-    return api;
+    library = dlopen(KAAS_CUBLAS_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return api;
+    api.unavailable.clear();
   }
   // Never closed: per-thread handles are destroyed at thread exit, after any static teardown.
   if (look_up(library, "cublasCreate_v2", api.create, api.unavailable) &&

@@ -17,20 +17,18 @@ const char* cublas_name();
 #endif
 
 std::string sgemm_unavailable(const Queue& queue) {
-  const std::string none =
-      "no vendor BLAS on " + std::string(queue.backend().name()) + " in this build";
   switch (queue.backend_id()) {
     case BackendId::kOpenmp:
-      return KAAS_HAVE_OPENBLAS == 1 ? std::string() : none;
-    case BackendId::kCuda:
+      if (KAAS_HAVE_OPENBLAS == 1) return {};
+      break;
 #if KAAS_HAVE_CUBLAS
+    case BackendId::kCuda:
       return cublas_unavailable();
-#else
-      return none;
 #endif
     default:
-      return none;
+      break;
   }
+  return "no vendor BLAS on " + std::string(queue.backend().name()) + " in this build";
 }
 
 bool has_sgemm(const Queue& queue) {
