@@ -20,15 +20,18 @@
 //                (16..32; 64 above D = 8). The cell lists (CSR) are built on the device by
 //                counting, exclusive_scan and a scatter into dimension-major coordinates. One group
 //                per cell takes the cell's points as its queries and walks the shells of cells
-//                around it together: the own cell fills each query's heap, then rows of cells are
-//                skipped for the whole group or per query by their distance, and the group
-//                stops once no query can gain from the next shell.
+//                around it together: the own cell fills each query's heap (first the K-1 points
+//                next to the query in the cell, which keeps the input's order: hits in wire and
+//                tick order are near in space, so the K-th distance starts tight), then rows of
+//                cells are skipped for the whole group or per query by their distance, and the
+//                group stops once no query can gain from the next shell.
 //   kAuto        kBinned when the largest event has more than 48 points, else kBruteForce, for
 //                every D (measured thresholds in knn.cc).
 // Candidates are compared 16 at a time (one SIMD compare skips a block that cannot enter); each
 // query keeps its K-1 best candidates in its own output row: sorted, a new one inserted from the
 // end, for K <= 64 (a predictable loop, measured 1.6-2x faster than a heap's sift, whose
-// compares mispredict), a bounded max-heap above.
+// compares mispredict; above K = 32 a block's passing candidates enter in one in-place merge from
+// the end of the row), a bounded max-heap above.
 // (A Morton-ordered bucket tree walked per leaf of queries was built and measured too: 1.5-3x
 // slower than the grid on every shape of bench/results/knn-peers-cpu.md, so it is not offered.)
 //

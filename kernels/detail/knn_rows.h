@@ -168,26 +168,30 @@ struct HeapRow {
     }
   }
   // Sorted rows: takes the m candidates (nd, nj), sorted by key nk and each before the worst,
-  // in one forward merge (the row keeps its `size` best of both).
+  // in one merge from the back, in place: the m largest of both lists drop out, then only the
+  // slots from the smallest new candidate's place on move (new candidates mostly land near the
+  // end of the row, just inside its worst).
   KAAS_DEVICE void merge_sorted(const float* nd, const int32_t* nj, const uint64_t* nk,
                                 int m) const {
-    float td[kSortedRowMax];
-    int32_t ti[kSortedRowMax];
-    int a = 0, b = 0;
-    for (int out = 0; out < size; ++out) {
-      if (b < m && (a >= size || nk[b] < key(a))) {
-        td[out] = nd[b];
-        ti[out] = nj[b];
-        ++b;
+    int a = size - 1, b = m - 1;
+    for (int drop = m; drop > 0; --drop) {
+      if (b < 0 || (a >= 0 && key(a) > nk[b])) {
+        --a;
       } else {
-        td[out] = d(a);
-        ti[out] = i(a);
-        ++a;
+        --b;
       }
     }
-    for (int s = 0; s < size; ++s) {
-      d(s) = td[s];
-      i(s) = ti[s];
+    // out - a == b + 1 > 0: a slot is read before the merge writes over it.
+    for (int out = size - 1; b >= 0; --out) {
+      if (a >= 0 && key(a) > nk[b]) {
+        d(out) = d(a);
+        i(out) = i(a);
+        --a;
+      } else {
+        d(out) = nd[b];
+        i(out) = nj[b];
+        --b;
+      }
     }
   }
   // Increasing (distance, index); unfilled slots become -1 / +inf.
