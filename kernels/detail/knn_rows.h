@@ -61,6 +61,13 @@ KAAS_DEVICE inline uint64_t order_key(float distance, int32_t index) {
   return (uint64_t(math::float_bits(distance)) << 32) | uint32_t(index);
 }
 
+KAAS_DEVICE inline float key_distance(uint64_t key) {
+  return math::bits_float(uint32_t(key >> 32));
+}
+KAAS_DEVICE inline int32_t key_index(uint64_t key) {
+  return int32_t(uint32_t(key));
+}
+
 KAAS_DEVICE inline bool before(float da, int32_t ia, float db, int32_t ib) {
   return order_key(da, ia) < order_key(db, ib);
 }
@@ -167,12 +174,11 @@ struct HeapRow {
       sift_down(0, size);
     }
   }
-  // Sorted rows: takes the m candidates (nd, nj), sorted by key nk and each before the worst,
+  // Sorted rows: takes the m candidates of keys nk (sorted, each before the worst),
   // in one merge from the back, in place: the m largest of both lists drop out, then only the
   // slots from the smallest new candidate's place on move (new candidates mostly land near the
   // end of the row, just inside its worst).
-  KAAS_DEVICE void merge_sorted(const float* nd, const int32_t* nj, const uint64_t* nk,
-                                int m) const {
+  KAAS_DEVICE void merge_sorted(const uint64_t* nk, int m) const {
     int a = size - 1, b = m - 1;
     for (int drop = m; drop > 0; --drop) {
       if (b < 0 || (a >= 0 && key(a) > nk[b])) {
@@ -188,8 +194,8 @@ struct HeapRow {
         i(out) = i(a);
         --a;
       } else {
-        d(out) = nd[b];
-        i(out) = nj[b];
+        d(out) = key_distance(nk[b]);
+        i(out) = key_index(nk[b]);
         --b;
       }
     }
@@ -263,35 +269,27 @@ struct SortedQuery {
       if (!any_within(block, worst)) continue;  // the common case once the heap is full
       const int m = math::min<int32_t>(kKnnBlock, last - c);
       if (heap.sorted() && heap.size >= kMergeRowMin) {
-        // Long sorted rows: the block's candidates that beat the worst, sorted, then one merge
-        // (several at once) or insertions (one or two).
-        float nd[kKnnBlock];
-        int32_t nj[kKnnBlock];
+        // Long sorted rows: the block's candidates that beat the worst, sorted by their keys
+        // (which hold distance and index), then one merge (several at once) or insertions
+        // (one or two).
         uint64_t nk[kKnnBlock];
         const uint64_t worst_key = order_key(worst, worst_index);
         int n = 0;
         for (int t = 0; t < m; ++t) {
           const float dd = block[t];
           if (dd > worst || c + t == q.position) continue;
-          const int32_t j = q.index[c + t];
-          const uint64_t key = order_key(dd, j);
+          const uint64_t key = order_key(dd, q.index[c + t]);
           if (key > worst_key) continue;
           int pos = n++;
-          for (; pos > 0 && nk[pos - 1] > key; --pos) {
-            nd[pos] = nd[pos - 1];
-            nj[pos] = nj[pos - 1];
-            nk[pos] = nk[pos - 1];
-          }
-          nd[pos] = dd;
-          nj[pos] = j;
+          for (; pos > 0 && nk[pos - 1] > key; --pos) nk[pos] = nk[pos - 1];
           nk[pos] = key;
         }
         if (n >= kMergeFrom) {
-          heap.merge_sorted(nd, nj, nk, n);
+          heap.merge_sorted(nk, n);
         } else {
           for (int t = 0; t < n; ++t) {
             if (nk[t] > order_key(heap.worst_d(), heap.worst_i())) break;
-            heap.replace_worst(nd[t], nj[t]);
+            heap.replace_worst(key_distance(nk[t]), key_index(nk[t]));
           }
         }
         worst = heap.worst_d();
