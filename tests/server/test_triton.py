@@ -413,9 +413,11 @@ def run(triton, kaas, repo, tmp, args):
     answered = small_answers.count("OK")
     expired = small_answers.count("StatusCode.DEADLINE_EXCEEDED")
     # Every request counted by the backend: the long ones executed, each small one executed or
-    # failed (cancelled).
+    # failed (cancelled). A small one whose deadline passed before Triton received it (the
+    # client cancels it while the 9.4 MB requests hold the cores) is in no statistic: the wait
+    # for all 8 is bounded, and such requests are reported, not counted as failures.
     counted = settled_stats(lambda s: s[0] - before[0] >= 1024 * longs_n and s[1] - before[1] >= longs_n and
-                            (s[0] - before[0] - 1024 * longs_n) + (s[2] - before[2]) >= 8)
+                            (s[0] - before[0] - 1024 * longs_n) + (s[2] - before[2]) >= 8, seconds=5)
     inferences, executions, fails = (a - b for a, b in zip(counted[:3], before[:3]))
     grew = {size: count - before[3].get(size, (0, 0))[0] for size, (count, _) in counted[3].items()}
     small_runs = sum(c for size, c in grew.items() if size != 1024)
@@ -425,10 +427,11 @@ def run(triton, kaas, repo, tmp, args):
           f"{execution_s * 1e3:.0f} ms per execution; most seen {most})")
     check(long_answers == ["OK"] * longs_n and answered + expired == 8 and
           inferences == 1024 * longs_n + answered and executions == longs_n + small_runs and
-          grew.get(1024) == longs_n and small_rows == answered and fails == expired,
+          grew.get(1024) == longs_n and small_rows == answered and (0 < fails <= expired or expired == 0),
           f"Triton: {expired} of 8 batch-1 requests past their 50 ms deadline ({sorted(set(small_answers))}) "
           f"not executed: {inferences} patches = {longs_n} x 1024 + {answered} answered in time, "
-          f"{executions} executions = {longs_n} + {small_runs} for those, {fails} failures")
+          f"{executions} executions = {longs_n} + {small_runs} for those, {fails} failures "
+          f"(cancelled by Triton; {expired - fails} expired before Triton received them)")
     check(expired >= 5, f"Triton: most of the 8 batch-1 requests queued behind {queued} x 1024 patches passed "
           f"their 50 ms deadline: {expired}")
 
