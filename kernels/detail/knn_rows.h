@@ -83,9 +83,9 @@ inline constexpr int kSortedRowMax = 63;
 // insertions are faster, 10-20 %).
 inline constexpr int kMergeRowMin = 32;
 inline constexpr int kMergeFrom = 3;
-// Sorted rows are ordered after the fill by rank (SortedQuery::rank_sort) when it wrote at most
-// kRankSortMax candidates, else by insertions.
-inline constexpr int kRankSortMax = 16;
+// Sorted rows are ordered after the fill by rank (SortedQuery::rank_sort), the candidates padded
+// to kRankSortShort slots when that holds them (K <= 17), else to kSortedRowMax + 1.
+inline constexpr int kRankSortShort = 16;
 
 struct HeapRow {
   float* dist;
@@ -331,33 +331,37 @@ struct SortedQuery {
       }
       next += t;
     }
-    if (heap.sorted() && filled <= kRankSortMax) {
-      rank_sort(heap, filled);
-    } else {
+    if (!heap.sorted()) {
       heap.build();
+    } else if (filled <= kRankSortShort) {
+      rank_sort<kRankSortShort>(heap, filled);
+    } else {
+      rank_sort<kSortedRowMax + 1>(heap, filled);
     }
     return next;
   }
 
-  // Orders the first n slots of a sorted row by rank: each candidate's place is the number of
-  // candidates before it by (distance, index), distinct as the indices are; the slots past n are
-  // padded with (+inf, kNoIndex), after every candidate, and not written. Branch-free and the
-  // same order as the insertions (which mispredict their exit about once a candidate); the
-  // compares run as vector operations on a CPU (one toy event, K = 16: 1.06-1.12x). Distance
-  // and index apart rather than one 64-bit key: hipcc 5.2's register allocator fails on the
-  // sixteen keys inlined into the search kernel ("cycle in copy bundle", gfx90a).
+  // Orders the first n <= kSlots slots of a sorted row by rank: each candidate's place is the
+  // number of candidates before it by (distance, index), distinct as the indices are; slots n
+  // to kSlots are padded with (+inf, kNoIndex), after every candidate, and not written.
+  // Branch-free and the same order as the insertions (which mispredict their exit about once a
+  // candidate); the compares run as vector operations on a CPU (clustered points, median of
+  // interleaved rounds: K = 16 1.06-1.12x, K = 64 1.05-1.15x). Distance and index apart rather
+  // than one 64-bit key: hipcc 5.2's register allocator fails on sixteen keys inlined into the
+  // search kernel ("cycle in copy bundle", gfx90a).
+  template <int kSlots>
   KAAS_DEVICE static void rank_sort(const HeapRow& heap, int n) {
-    float dist[kRankSortMax];
-    int32_t index[kRankSortMax];
-    for (int s = 0; s < kRankSortMax; ++s) {
+    float dist[kSlots];
+    int32_t index[kSlots];
+    for (int s = 0; s < kSlots; ++s) {
       dist[s] = s < n ? heap.d(s) : math::infinity();
       index[s] = s < n ? heap.i(s) : kNoIndex;
     }
     // The ranks of all candidates at once, one candidate t at a time (vector compares over s).
-    int32_t rank[kRankSortMax];
-    for (int s = 0; s < kRankSortMax; ++s) rank[s] = 0;
-    for (int t = 0; t < kRankSortMax; ++t) {
-      for (int s = 0; s < kRankSortMax; ++s) {
+    int32_t rank[kSlots];
+    for (int s = 0; s < kSlots; ++s) rank[s] = 0;
+    for (int t = 0; t < kSlots; ++t) {
+      for (int s = 0; s < kSlots; ++s) {
         rank[s] += (dist[t] < dist[s]) | ((dist[t] == dist[s]) & (index[t] < index[s])) ? 1 : 0;
       }
     }
