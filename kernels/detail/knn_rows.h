@@ -323,13 +323,18 @@ struct SortedQuery {
       block_distances<kDims>(q.coords, q.points + next, q.stride, q.dims, block);
       const int m = math::min<int32_t>(kKnnBlock, last - next);
       int t = 0;
+      // Every candidate is written; the query's own entry is not counted, so the next one
+      // overwrites it (no branch on where the query sits in the block).
       for (; t < m && filled < heap.size; ++t) {
-        if (next + t == q.position) continue;
         heap.d(filled) = block[t];
         heap.i(filled) = q.index[next + t];
-        ++filled;
+        filled += next + t != q.position ? 1 : 0;
       }
       next += t;
+    }
+    if (filled < heap.size) {  // the query's entry, when nothing came after it
+      heap.d(filled) = math::infinity();
+      heap.i(filled) = kNoIndex;
     }
     if (!heap.sorted()) {
       heap.build();
