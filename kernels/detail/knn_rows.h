@@ -326,48 +326,42 @@ struct SortedQuery {
       block_distances<kDims>(q.coords, q.points + next, q.stride, q.dims, block);
       const int m = math::min<int32_t>(kKnnBlock, last - next);
       int t = 0;
-      // Every candidate is written; the query's own entry is not counted, so the next one
-      // overwrites it (no branch on where the query sits in the block).
       for (; t < m && filled < heap.size; ++t) {
+        if (next + t == q.position) continue;
         heap.d(filled) = block[t];
         heap.i(filled) = q.index[next + t];
-        filled += next + t != q.position ? 1 : 0;
+        ++filled;
       }
       next += t;
     }
-    if (filled < heap.size) {  // the query's entry, when nothing came after it
-      heap.d(filled) = math::infinity();
-      heap.i(filled) = kNoIndex;
-    }
     if (heap.sorted() && filled <= kRankSortShort) {
-      rank_sort<kRankSortShort>(heap, filled);
+      rank_sort(heap, filled);
     } else {
       heap.build();
     }
     return next;
   }
 
-  // Orders the first n <= kSlots slots of a sorted row by rank: each candidate's place is the
-  // number of candidates before it by (distance, index), distinct as the indices are; slots n
-  // to kSlots are padded with (+inf, kNoIndex), after every candidate, and not written.
+  // Orders the first n <= kRankSortShort slots of a sorted row by rank: each candidate's place
+  // is the number of candidates before it by (distance, index), distinct as the indices are;
+  // slots n to 16 are padded with (+inf, kNoIndex), after every candidate, and not written.
   // Branch-free and the same order as the insertions (which mispredict their exit about once a
   // candidate); the compares run as vector operations on a CPU (clustered points, K = 16,
   // median of interleaved rounds: 1.06-1.12x). Distance and index apart rather than one 64-bit
   // key: hipcc 5.2's register allocator fails on sixteen keys inlined into the search kernel
   // ("cycle in copy bundle", gfx90a).
-  template <int kSlots>
   KAAS_DEVICE static void rank_sort(const HeapRow& heap, int n) {
-    float dist[kSlots];
-    int32_t index[kSlots];
-    for (int s = 0; s < kSlots; ++s) {
+    float dist[kRankSortShort];
+    int32_t index[kRankSortShort];
+    for (int s = 0; s < kRankSortShort; ++s) {
       dist[s] = s < n ? heap.d(s) : math::infinity();
       index[s] = s < n ? heap.i(s) : kNoIndex;
     }
     // The ranks of all candidates at once, one candidate t at a time (vector compares over s).
-    int32_t rank[kSlots];
-    for (int s = 0; s < kSlots; ++s) rank[s] = 0;
-    for (int t = 0; t < kSlots; ++t) {
-      for (int s = 0; s < kSlots; ++s) {
+    int32_t rank[kRankSortShort];
+    for (int s = 0; s < kRankSortShort; ++s) rank[s] = 0;
+    for (int t = 0; t < kRankSortShort; ++t) {
+      for (int s = 0; s < kRankSortShort; ++s) {
         rank[s] += (dist[t] < dist[s]) | ((dist[t] == dist[s]) & (index[t] < index[s])) ? 1 : 0;
       }
     }
