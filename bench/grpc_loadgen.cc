@@ -24,6 +24,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -83,109 +84,138 @@ void set_region(google::protobuf::Map<std::string, inference::InferParameter>& p
   params["shared_memory_byte_size"].set_int64_param(int64_t(bytes));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"kaas-loadgen: gRPC ModelInfer load with N concurrent clients"};
+struct Options {
   std::string url = "127.0.0.1:8001", model = "emtrkmichelid", input = "main_input";
   int batch = 1, clients = 64, channels = 4;
   double seconds = 5;
   std::string shared_memory = "none";
   std::vector<std::string> outputs = {"em_trk_none_netout/Softmax", "michel_netout/Sigmoid"};
   std::vector<int> output_widths = {3, 1};
-  app.add_option("--url", url, "gRPC host:port");
-  app.add_option("--model", model, "model name");
-  app.add_option("--input", input, "FP32 input name (shape [batch, 48, 48, 1])");
-  app.add_option("--batch", batch, "patches per request")->check(CLI::Range(1, 4096));
-  app.add_option("--clients", clients, "concurrent client threads")->check(CLI::Range(1, 1024));
-  app.add_option("--channels", channels, "gRPC channels (connections) shared by the clients")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--url", o.url, "gRPC host:port");
+  app.add_option("--model", o.model, "model name");
+  app.add_option("--input", o.input, "FP32 input name (shape [batch, 48, 48, 1])");
+  app.add_option("--batch", o.batch, "patches per request")->check(CLI::Range(1, 4096));
+  app.add_option("--clients", o.clients, "concurrent client threads")->check(CLI::Range(1, 1024));
+  app.add_option("--channels", o.channels, "gRPC channels (connections) shared by the clients")
       ->check(CLI::Range(1, 256));
-  app.add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--shared-memory", shared_memory,
+  app.add_option("--seconds", o.seconds, "duration")->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--shared-memory", o.shared_memory,
                  "none: tensors in the messages; system: input and outputs in POSIX shared memory")
       ->check(CLI::IsMember({"none", "system"}));
-  app.add_option("--output", outputs, "FP32 outputs read from shared memory")->expected(1, -1);
-  app.add_option("--output-width", output_widths, "values per patch of each --output")
+  app.add_option("--output", o.outputs, "FP32 outputs read from shared memory")->expected(1, -1);
+  app.add_option("--output-width", o.output_widths, "values per patch of each --output")
       ->expected(1, -1);
-  CLI11_PARSE(app, argc, argv);
+}
 
+using Stubs = std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>>;
+
+Stubs make_stubs(const Options& o) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(INT_MAX);
   args.SetMaxSendMessageSize(INT_MAX);
-  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> stubs;
-  for (int c = 0; c < channels; ++c) {
+  Stubs stubs;
+  for (int c = 0; c < o.channels; ++c) {
     args.SetInt("kaas.loadgen.channel", c);  // distinct arguments: distinct connections
     stubs.push_back(inference::GRPCInferenceService::NewStub(
-        grpc::CreateCustomChannel(url, grpc::InsecureChannelCredentials(), args)));
+        grpc::CreateCustomChannel(o.url, grpc::InsecureChannelCredentials(), args)));
   }
-  inference::ModelInferRequest request;
-  request.set_model_name(model);
-  auto* in = request.add_inputs();
-  in->set_name(input);
-  in->set_datatype("FP32");
-  for (int64_t d : {int64_t(batch), int64_t(48), int64_t(48), int64_t(1)}) in->add_shape(d);
-  std::vector<float> patches(size_t(batch) * 48 * 48);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> adc(-5.0f, 15.0f);
-  for (auto& v : patches) v = adc(rng);
-  const size_t input_bytes = patches.size() * sizeof(float);
-  const bool use_shm = shared_memory == "system";
-  if (!use_shm)
-    request.add_raw_input_contents(reinterpret_cast<const char*>(patches.data()), input_bytes);
-  if (use_shm && outputs.size() != output_widths.size()) {
-    std::fprintf(stderr, "--output and --output-width must pair up\n");
-    return 2;
-  }
-  size_t output_bytes = 0;
-  for (int w : output_widths) output_bytes += size_t(batch) * size_t(w) * sizeof(float);
+  return stubs;
+}
 
-  std::atomic<int64_t> errors{0};
-  std::vector<std::vector<double>> latencies(static_cast<size_t>(clients));
-  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  std::vector<std::thread> threads;
-  std::string first_error;
-  std::mutex error_mutex;
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&, c] {
-      auto& stub = *stubs[size_t(c % channels)];
-      std::unique_ptr<ClientRegion> region;
-      inference::ModelInferRequest own = request;
-      if (use_shm) {
-        try {
-          region = std::make_unique<ClientRegion>(stub, c, input_bytes, output_bytes, patches);
-        } catch (const std::exception& e) {
-          std::lock_guard lock(error_mutex);
-          if (errors++ == 0) first_error = e.what();
-          return;
-        }
-        set_region(*own.mutable_inputs(0)->mutable_parameters(), region->name(), 0, input_bytes);
-        size_t offset = input_bytes;
-        for (size_t o = 0; o < outputs.size(); ++o) {
-          auto* out = own.add_outputs();
-          out->set_name(outputs[o]);
-          const size_t bytes = size_t(batch) * size_t(output_widths[o]) * sizeof(float);
-          set_region(*out->mutable_parameters(), region->name(), offset, bytes);
-          offset += bytes;
-        }
-      }
-      while (std::chrono::steady_clock::now() < stop_at) {
-        grpc::ClientContext context;
-        inference::ModelInferResponse response;
-        const auto t0 = std::chrono::steady_clock::now();
-        const grpc::Status status = stub.ModelInfer(&context, own, &response);
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        if (status.ok()) {
-          latencies[size_t(c)].push_back(ms);
-        } else {
-          std::lock_guard lock(error_mutex);
-          if (errors++ == 0) first_error = status.error_message();
-        }
-      }
-    });
+// The request every client sends (without its shared-memory parameters): `patches` in the
+// message unless the input goes through shared memory.
+inference::ModelInferRequest make_request(const Options& o, const std::vector<float>& patches,
+                                          bool use_shm) {
+  inference::ModelInferRequest request;
+  request.set_model_name(o.model);
+  auto* in = request.add_inputs();
+  in->set_name(o.input);
+  in->set_datatype("FP32");
+  for (int64_t d : {int64_t(o.batch), int64_t(48), int64_t(48), int64_t(1)}) in->add_shape(d);
+  if (!use_shm)
+    request.add_raw_input_contents(reinterpret_cast<const char*>(patches.data()),
+                                   patches.size() * sizeof(float));
+  return request;
+}
+
+// The failed calls (and regions) of every client, and the first one's message.
+struct Errors {
+  std::atomic<int64_t> count{0};
+  std::string first;
+  std::mutex mutex;
+
+  void add(std::string_view message) {
+    std::lock_guard lock(mutex);
+    if (count++ == 0) first = message;
   }
-  for (auto& t : threads) t.join();
+};
+
+// The end of the run: now plus a duration in (double) seconds.
+using StopTime = decltype(std::chrono::steady_clock::now() + std::chrono::duration<double>());
+
+// What every client shares.
+struct Load {
+  const Options& o;
+  Stubs& stubs;
+  const inference::ModelInferRequest& request;
+  const std::vector<float>& patches;
+  bool use_shm;
+  size_t input_bytes, output_bytes;
+  StopTime stop_at;
+  Errors& errors;
+};
+
+// Points the input and the --output tensors of `request` at their places in `region`: the
+// input first, then each output.
+void use_region(inference::ModelInferRequest& request, const std::string& region,
+                const Load& load) {
+  set_region(*request.mutable_inputs(0)->mutable_parameters(), region, 0, load.input_bytes);
+  size_t offset = load.input_bytes;
+  for (size_t o = 0; o < load.o.outputs.size(); ++o) {
+    auto* out = request.add_outputs();
+    out->set_name(load.o.outputs[o]);
+    const size_t bytes = size_t(load.o.batch) * size_t(load.o.output_widths[o]) * sizeof(float);
+    set_region(*out->mutable_parameters(), region, offset, bytes);
+    offset += bytes;
+  }
+}
+
+// Client `c`: requests back to back until the stop time, each answered one's latency in
+// `latencies`.
+void run_client(int c, const Load& load, std::vector<double>& latencies) {
+  auto& stub = *load.stubs[size_t(c % load.o.channels)];
+  std::unique_ptr<ClientRegion> region;
+  inference::ModelInferRequest own = load.request;
+  if (load.use_shm) {
+    try {
+      region = std::make_unique<ClientRegion>(stub, c, load.input_bytes, load.output_bytes,
+                                              load.patches);
+    } catch (const std::exception& e) {
+      load.errors.add(e.what());
+      return;
+    }
+    use_region(own, region->name(), load);
+  }
+  while (std::chrono::steady_clock::now() < load.stop_at) {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const auto t0 = std::chrono::steady_clock::now();
+    const grpc::Status status = stub.ModelInfer(&context, own, &response);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (status.ok()) {
+      latencies.push_back(ms);
+    } else {
+      load.errors.add(status.error_message());
+    }
+  }
+}
+
+void print_summary(const Options& o, const std::vector<std::vector<double>>& latencies,
+                   const Errors& errors) {
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::sort(all.begin(), all.end());
@@ -197,9 +227,51 @@ int main(int argc, char** argv) {
       "\"concurrency\": %d, "
       "\"requests\": %zu, \"errors\": %lld, \"first_error\": \"%s\", \"patches_per_s\": %.1f, "
       "\"requests_per_s\": %.1f, \"p50_ms\": %.3f, \"p99_ms\": %.3f}\n",
-      shared_memory.c_str(), model.c_str(), batch, clients, all.size(),
-      static_cast<long long>(errors.load()), first_error.c_str(),
-      double(all.size()) * batch / seconds, double(all.size()) / seconds, percentile(0.5),
+      o.shared_memory.c_str(), o.model.c_str(), o.batch, o.clients, all.size(),
+      static_cast<long long>(errors.count.load()), errors.first.c_str(),
+      double(all.size()) * o.batch / o.seconds, double(all.size()) / o.seconds, percentile(0.5),
       percentile(0.99));
-  return errors.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-loadgen: gRPC ModelInfer load with N concurrent clients"};
+  Options o;
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  Stubs stubs = make_stubs(o);
+  std::vector<float> patches(size_t(o.batch) * 48 * 48);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> adc(-5.0f, 15.0f);
+  for (auto& v : patches) v = adc(rng);
+  const bool use_shm = o.shared_memory == "system";
+  const size_t input_bytes = patches.size() * sizeof(float);
+  const inference::ModelInferRequest request = make_request(o, patches, use_shm);
+  if (use_shm && o.outputs.size() != o.output_widths.size()) {
+    std::fprintf(stderr, "--output and --output-width must pair up\n");
+    return 2;
+  }
+  size_t output_bytes = 0;
+  for (int w : o.output_widths) output_bytes += size_t(o.batch) * size_t(w) * sizeof(float);
+
+  Errors errors;
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(o.clients));
+  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.seconds);
+  const Load load{.o = o,
+                  .stubs = stubs,
+                  .request = request,
+                  .patches = patches,
+                  .use_shm = use_shm,
+                  .input_bytes = input_bytes,
+                  .output_bytes = output_bytes,
+                  .stop_at = stop_at,
+                  .errors = errors};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < o.clients; ++c)
+    threads.emplace_back([&, c] { run_client(c, load, latencies[size_t(c)]); });
+  for (auto& t : threads) t.join();
+  print_summary(o, latencies, errors);
+  return errors.count.load() == 0 ? 0 : 1;
 }

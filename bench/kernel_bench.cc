@@ -231,14 +231,18 @@ double tolerance(const std::string& precision) {
 }
 
 template <class T>
-bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
-                 const std::string& precision) {
-  DeviceNetwork<T> d{
+DeviceNetwork<T> network_on_device(const Queue& queue, const Network& net) {
+  return DeviceNetwork<T>{
       kaas::to_device(queue, net.conv_b.values), kaas::to_device(queue, net.b1.values),
       kaas::to_device(queue, net.w2.values),     kaas::to_device(queue, net.b2.values),
       kaas::to_device(queue, net.wa.values),     kaas::to_device(queue, net.ba.values),
       kaas::to_device(queue, net.wb.values),     kaas::to_device(queue, net.bb.values),
       stored_as<T>(queue, net.conv_w.values),    stored_as<T>(queue, net.w1.values)};
+}
+
+// The device weights as conv_dense_heads reads them.
+template <class T>
+kaas::ConvDenseHeadsWeights<T> heads_weights(const DeviceNetwork<T>& d) {
   kaas::ConvDenseHeadsWeights<T> weights;
   weights.conv_weight =
       kaas::make_view<4>(static_cast<const T*>(d.conv_w.data()), {kFilters, 1, kKernel, kKernel});
@@ -251,6 +255,48 @@ bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
   weights.hidden = layer(d.w2, d.b2, kHidden1, kHidden2, kaas::Activation::kRelu);
   weights.head_a = layer(d.wa, d.ba, kHidden2, kClasses, kaas::Activation::kNone);
   weights.head_b = layer(d.wb, d.bb, kHidden2, 1, kaas::Activation::kSigmoid);
+  return weights;
+}
+
+// The slab as the ONNX model's fused plan sizes it (models/onnx_model.h defaults): tiles of up
+// to 256 patches; on the CPU the conv rows that fit 8 MiB, on a GPU the whole conv output.
+template <class T>
+kaas::ConvDenseHeadsWorkspace slab_plan(const Queue& queue, int64_t largest) {
+  kaas::ConvDenseHeadsWorkspace workspace;
+  workspace.batch_tile = std::min<int64_t>(largest, 256);
+  const int64_t budget =
+      kaas::conv_dense_heads_slab_budget(queue.backend(), kConvOut, kConvOut, kFilters,
+                                         workspace.batch_tile, 8 << 20, int64_t(sizeof(T)));
+  workspace.rows_per_pass = kaas::conv_dense_heads_slab_rows(
+      kConvOut, kConvOut, kFilters, workspace.batch_tile, budget, int64_t(sizeof(T)));
+  return workspace;
+}
+
+// The largest difference of the first patches' outputs from the double forward pass on the
+// inputs as stored.
+template <class T>
+double worst_difference(const Network& net, const std::vector<float>& host_input, int64_t batch,
+                        const std::vector<float>& got_a, const std::vector<float>& got_b) {
+  std::vector<float> stored_input(host_input.begin(),
+                                  host_input.begin() + kCheckedPatches * kPatch * kPatch);
+  if constexpr (!std::is_same_v<T, float>) {
+    for (float& v : stored_input) v = kaas::math::to_float(kaas::math::round_to<T>(v));
+  }
+  double worst = 0;
+  for (int64_t p = 0; p < std::min(batch, kCheckedPatches); ++p) {
+    const auto want = reference_forward(net, stored_input.data() + p * kPatch * kPatch);
+    for (int64_t c = 0; c < kClasses; ++c)
+      worst = std::max(worst, std::abs(double(got_a[size_t(p * kClasses + c)]) - want[size_t(c)]));
+    worst = std::max(worst, std::abs(double(got_b[size_t(p)]) - want[kClasses]));
+  }
+  return worst;
+}
+
+template <class T>
+bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
+                 const std::string& precision) {
+  const DeviceNetwork<T> d = network_on_device<T>(queue, net);
+  const kaas::ConvDenseHeadsWeights<T> weights = heads_weights(d);
 
   bool ok = true;
   const int64_t largest = *std::max_element(options.batches.begin(), options.batches.end());
@@ -263,15 +309,7 @@ bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
   auto dense1 = kaas::make_device_buffer<float>(queue, size_t(largest * kHidden1));
   auto out_a = kaas::make_device_buffer<float>(queue, size_t(largest * kClasses));
   auto out_b = kaas::make_device_buffer<float>(queue, size_t(largest));
-  // The slab as the ONNX model's fused plan sizes it (models/onnx_model.h defaults): tiles of up
-  // to 256 patches; on the CPU the conv rows that fit 8 MiB, on a GPU the whole conv output.
-  kaas::ConvDenseHeadsWorkspace workspace;
-  workspace.batch_tile = std::min<int64_t>(largest, 256);
-  const int64_t budget =
-      kaas::conv_dense_heads_slab_budget(queue.backend(), kConvOut, kConvOut, kFilters,
-                                         workspace.batch_tile, 8 << 20, int64_t(sizeof(T)));
-  workspace.rows_per_pass = kaas::conv_dense_heads_slab_rows(
-      kConvOut, kConvOut, kFilters, workspace.batch_tile, budget, int64_t(sizeof(T)));
+  kaas::ConvDenseHeadsWorkspace workspace = slab_plan<T>(queue, largest);
   auto slab = kaas::make_device_buffer<T>(
       queue, size_t(workspace.batch_tile * workspace.rows_per_pass * kConvOut * kFilters));
   workspace.slab = slab.data();
@@ -289,19 +327,7 @@ bool bench_emtrk(const Queue& queue, const Network& net, const Options& options,
     // The first patches against the double forward pass on the inputs as stored.
     const std::vector<float> got_a = kaas::to_host(queue, out_a),
                              got_b = kaas::to_host(queue, out_b);
-    std::vector<float> stored_input(host_input.begin(),
-                                    host_input.begin() + kCheckedPatches * kPatch * kPatch);
-    if constexpr (!std::is_same_v<T, float>) {
-      for (float& v : stored_input) v = kaas::math::to_float(kaas::math::round_to<T>(v));
-    }
-    double worst = 0;
-    for (int64_t p = 0; p < std::min(batch, kCheckedPatches); ++p) {
-      const auto want = reference_forward(net, stored_input.data() + p * kPatch * kPatch);
-      for (int64_t c = 0; c < kClasses; ++c)
-        worst =
-            std::max(worst, std::abs(double(got_a[size_t(p * kClasses + c)]) - want[size_t(c)]));
-      worst = std::max(worst, std::abs(double(got_b[size_t(p)]) - want[kClasses]));
-    }
+    const double worst = worst_difference<T>(net, host_input, batch, got_a, got_b);
     const bool passed = worst <= tolerance(precision);
     ok = ok && passed;
     emit(std::string(queue.backend().name()), "emtrk", precision, "batch " + std::to_string(batch),

@@ -187,30 +187,11 @@ void add_dense(
   if (style == EmTrkGraphStyle::kPyTorch) add_int(gemm, "transB", 1);
 }
 
-}  // namespace
-
-onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
-  onnx::ModelProto model;
-  model.set_ir_version(onnx::IR_VERSION);
-  model.set_producer_name("kaas");
-  model.set_producer_version("0.1");
-  model.set_doc_string(
-      options.weights_dir.empty()
-          ? "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), generated "
-            "weights; graph and names as in production"
-          : "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), weights from " +
-                options.weights_dir.string() + "; graph and names as in production");
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(13);
-  auto& graph = *model.mutable_graph();
-  graph.set_name("emtrkmichelid");
-  WeightSource weights(options);
-  const bool keras = options.style != EmTrkGraphStyle::kPyTorch;
-
-  add_value_info(graph.mutable_input(), "main_input",
-                 keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
-                       : std::vector<int64_t>{-1, 1, kPatch, kPatch});
+// Conv2D 48x5x5 + ReLU, then Flatten in Keras order (Transposes and Dropout where Keras exports
+// have them); returns the name of the flattened output.
+std::string add_conv_and_flatten(onnx::GraphProto& graph, WeightSource& weights,
+                                 EmTrkGraphStyle style) {
+  const bool keras = style != EmTrkGraphStyle::kPyTorch;
   weights.add_kernel(graph, "conv2d/kernel", {kFilters, 1, kKernel, kKernel}, kKernel * kKernel,
                      kFilters * kKernel * kKernel);
   weights.add_bias(graph, "conv2d/bias", kFilters);
@@ -233,7 +214,7 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
     add_node(graph, "Dropout", "dropout", {"conv2d/output_nhwc"}, {"dropout/Identity:0"});
     x = "dropout/Identity:0";
   }
-  if (options.style == EmTrkGraphStyle::kTf2onnx) {
+  if (style == EmTrkGraphStyle::kTf2onnx) {
     auto* shape = graph.add_initializer();
     shape->set_name("flatten/Const:0");
     shape->set_data_type(onnx::TensorProto::INT64);
@@ -244,35 +225,68 @@ onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
   } else {
     add_int(add_node(graph, "Flatten", "flatten", {x}, {"flatten/Reshape:0"}), "axis", 1);
   }
+  return "flatten/Reshape:0";
+}
+
+// Dense 128 + ReLU, Dense 32 + ReLU (Dropouts where Keras exports have them), then the two heads
+// and the graph's outputs.
+void add_dense_layers_and_heads(onnx::GraphProto& graph, WeightSource& weights,
+                                EmTrkGraphStyle style, const std::string& flat) {
+  const bool keras = style != EmTrkGraphStyle::kPyTorch;
   // PyTorch flattens NCHW: input c * 44 * 44 + h * 44 + w is Keras row (h * 44 + w) * 48 + c.
-  add_dense(graph, weights, options.style, "dense", "flatten/Reshape:0", "dense/BiasAdd:0", kFlat,
-            128, [](int64_t i) {
-              const int64_t c = i / (kConvOut * kConvOut), hw = i % (kConvOut * kConvOut);
-              return hw * kFilters + c;
-            });
+  add_dense(graph, weights, style, "dense", flat, "dense/BiasAdd:0", kFlat, 128, [](int64_t i) {
+    const int64_t c = i / (kConvOut * kConvOut), hw = i % (kConvOut * kConvOut);
+    return hw * kFilters + c;
+  });
   add_node(graph, "Relu", "dense/Relu", {"dense/BiasAdd:0"}, {"dense/Relu:0"});
-  x = "dense/Relu:0";
+  std::string x = "dense/Relu:0";
   if (keras) {
     add_node(graph, "Dropout", "dropout_1", {x}, {"dropout_1/Identity:0"});
     x = "dropout_1/Identity:0";
   }
-  add_dense(graph, weights, options.style, "dense_1", x, "dense_1/BiasAdd:0", 128, 32);
+  add_dense(graph, weights, style, "dense_1", x, "dense_1/BiasAdd:0", 128, 32);
   add_node(graph, "Relu", "dense_1/Relu", {"dense_1/BiasAdd:0"}, {"dense_1/Relu:0"});
   x = "dense_1/Relu:0";
   if (keras) {
     add_node(graph, "Identity", "dropout_2", {x}, {"dropout_2/Identity:0"});
     x = "dropout_2/Identity:0";
   }
-  add_dense(graph, weights, options.style, "em_trk_none_netout", x, "em_trk_none_netout/BiasAdd:0",
-            32, 3);
+  add_dense(graph, weights, style, "em_trk_none_netout", x, "em_trk_none_netout/BiasAdd:0", 32, 3);
   add_int(add_node(graph, "Softmax", "em_trk_none_netout/Softmax", {"em_trk_none_netout/BiasAdd:0"},
                    {"em_trk_none_netout/Softmax"}),
           "axis", 1);
-  add_dense(graph, weights, options.style, "michel_netout", x, "michel_netout/BiasAdd:0", 32, 1);
+  add_dense(graph, weights, style, "michel_netout", x, "michel_netout/BiasAdd:0", 32, 1);
   add_node(graph, "Sigmoid", "michel_netout/Sigmoid", {"michel_netout/BiasAdd:0"},
            {"michel_netout/Sigmoid"});
   add_value_info(graph.mutable_output(), "em_trk_none_netout/Softmax", {-1, 3});
   add_value_info(graph.mutable_output(), "michel_netout/Sigmoid", {-1, 1});
+}
+
+}  // namespace
+
+onnx::ModelProto generate_emtrk_onnx(const EmTrkGeneratorOptions& options) {
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("kaas");
+  model.set_producer_version("0.1");
+  model.set_doc_string(
+      options.weights_dir.empty()
+          ? "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), generated "
+            "weights; graph and names as in production"
+          : "EmTrkMichelId track/shower/Michel patch CNN (ProtoDUNE), weights from " +
+                options.weights_dir.string() + "; graph and names as in production");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  auto& graph = *model.mutable_graph();
+  graph.set_name("emtrkmichelid");
+  WeightSource weights(options);
+  const bool keras = options.style != EmTrkGraphStyle::kPyTorch;
+  add_value_info(graph.mutable_input(), "main_input",
+                 keras ? std::vector<int64_t>{-1, kPatch, kPatch, 1}
+                       : std::vector<int64_t>{-1, 1, kPatch, kPatch});
+  const std::string flat = add_conv_and_flatten(graph, weights, options.style);
+  add_dense_layers_and_heads(graph, weights, options.style, flat);
   return model;
 }
 

@@ -164,18 +164,32 @@ class MichelFromImage final : public Model {
     return fits ? net : nullptr;
   }
 
-  // The image-level plan: returns false (nothing written) when kAuto finds the dense plan
-  // faster for this plane.
-  bool run_sparse(int64_t n_wires, int64_t bins, int64_t tick_limit,
-                  std::span<const int32_t> hit_wires, std::span<const float> hit_ticks,
-                  std::span<float> scores) {
-    const SparseNetwork& net = *sparse_network();
+  // The padded plane and its conv-window index (which windows see charge), on the device and
+  // as host copies.
+  struct IndexedPlane {
+    View<const float, 4> plane;
+    View<int32_t, 3> index;
+    int64_t index_h, index_w, total, count;
+    const int32_t* host_index;
+    const int32_t* offsets;
+  };
+
+  // Hits in order of their window's first row, with each one's window and band of active conv
+  // positions, and the active fraction of their windows.
+  struct HitWindows {
+    std::vector<int32_t> order, rows, columns;
+    std::vector<SparseRange> ranges;
+    double active = 0.0;
+  };
+
+  IndexedPlane index_plane(const SparseNetwork& net, int64_t n_wires, int64_t bins,
+                           int64_t tick_limit, int64_t hits) {
     const Queue& queue = cnn_->queue();
-    const int64_t hits = int64_t(hit_wires.size());
     const int64_t pw = options_.patch.patch_wires, pb = options_.patch.patch_bins;
     const int64_t padded_h = n_wires + pw, padded_w = bins + pb;
-    const int64_t index_h = padded_h - net.kernel_h + 1, index_w = padded_w - net.kernel_w + 1;
-    const int64_t total = index_h * index_w;
+    IndexedPlane p{};
+    p.index_h = padded_h - net.kernel_h + 1, p.index_w = padded_w - net.kernel_w + 1;
+    p.total = p.index_h * p.index_w;
     ensure(padded_, size_t(padded_h * padded_w), queue);
     ensure(window_row_, size_t(hits), queue);
     ensure(window_column_, size_t(hits), queue);
@@ -185,58 +199,66 @@ class MichelFromImage final : public Model {
                   make_view<2>(padded_.data(), {padded_h, padded_w}),
                   make_view(window_row_.data(), hits), make_view(window_column_.data(), hits),
                   make_view(fiducial_.data(), hits), options_.patch);
-    ensure(index_, size_t(total), queue);
-    ensure(offsets_, size_t(total), queue);
-    ensure(positions_, size_t(total), queue);
-    ensure(scan_, size_t(exclusive_scan_workspace_size(queue, total)), queue);
-    const auto plane = make_view<4>(static_cast<const float*>(padded_.data()),
-                                    {int64_t(1), padded_h, padded_w, int64_t(1)});
-    const auto index = make_view<3>(index_.data(), {int64_t(1), index_h, index_w});
-    const int64_t count = sparse_conv_index(queue, plane, net.kernel_h, net.kernel_w, index,
-                                            offsets_.view(), scan_.view(), positions_.view());
-    const int32_t* host_index = host_copy(queue, index_, total, host_index_);
-    const int32_t* offsets = host_copy(queue, offsets_, total, host_offsets_);
+    ensure(index_, size_t(p.total), queue);
+    ensure(offsets_, size_t(p.total), queue);
+    ensure(positions_, size_t(p.total), queue);
+    ensure(scan_, size_t(exclusive_scan_workspace_size(queue, p.total)), queue);
+    p.plane = make_view<4>(static_cast<const float*>(padded_.data()),
+                           {int64_t(1), padded_h, padded_w, int64_t(1)});
+    p.index = make_view<3>(index_.data(), {int64_t(1), p.index_h, p.index_w});
+    p.count = sparse_conv_index(queue, p.plane, net.kernel_h, net.kernel_w, p.index,
+                                offsets_.view(), scan_.view(), positions_.view());
+    p.host_index = host_copy(queue, index_, p.total, host_index_);
+    p.offsets = host_copy(queue, offsets_, p.total, host_offsets_);
+    return p;
+  }
 
-    // Hits in order of their window's first row; the windows' active positions counted on a
-    // summed-area table of the plane's activity.
-    std::vector<int32_t> order(static_cast<size_t>(hits));
-    for (int64_t h = 0; h < hits; ++h) order[size_t(h)] = int32_t(h);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+  // The windows' active positions counted on a summed-area table of the plane's activity.
+  HitWindows hit_windows(const SparseNetwork& net, const IndexedPlane& p,
+                         std::span<const int32_t> hit_wires,
+                         std::span<const float> hit_ticks) const {
+    const int64_t hits = int64_t(hit_wires.size()), index_w = p.index_w;
+    HitWindows w;
+    w.order.resize(static_cast<size_t>(hits));
+    for (int64_t h = 0; h < hits; ++h) w.order[size_t(h)] = int32_t(h);
+    std::stable_sort(w.order.begin(), w.order.end(), [&](int32_t a, int32_t b) {
       return hit_wires[size_t(a)] < hit_wires[size_t(b)];
     });
-    std::vector<int64_t> table(size_t((index_h + 1) * (index_w + 1)), 0);
-    for (int64_t y = 0; y < index_h; ++y)
+    std::vector<int64_t> table(size_t((p.index_h + 1) * (index_w + 1)), 0);
+    for (int64_t y = 0; y < p.index_h; ++y)
       for (int64_t x = 0; x < index_w; ++x)
         table[size_t((y + 1) * (index_w + 1) + x + 1)] =
-            (host_index[y * index_w + x] >= 0) + table[size_t(y * (index_w + 1) + x + 1)] +
+            (p.host_index[y * index_w + x] >= 0) + table[size_t(y * (index_w + 1) + x + 1)] +
             table[size_t((y + 1) * (index_w + 1) + x)] - table[size_t(y * (index_w + 1) + x)];
     const size_t n_hits = static_cast<size_t>(hits);
-    std::vector<int32_t> rows(n_hits), columns(n_hits), zeros(n_hits, 0);
-    std::vector<SparseRange> ranges(n_hits);
+    w.rows.resize(n_hits), w.columns.resize(n_hits), w.ranges.resize(n_hits);
     int64_t window_active = 0;
     for (int64_t i = 0; i < hits; ++i) {
-      const int64_t h = order[size_t(i)];
+      const int64_t h = w.order[size_t(i)];
       const int64_t y = hit_wires[size_t(h)];
       const int64_t x = int64_t(hit_ticks[size_t(h)]) / options_.patch.drift_window;
-      rows[size_t(i)] = int32_t(y), columns[size_t(i)] = int32_t(x);
+      w.rows[size_t(i)] = int32_t(y), w.columns[size_t(i)] = int32_t(x);
       auto at = [&](int64_t yy, int64_t xx) { return table[size_t(yy * (index_w + 1) + xx)]; };
       window_active +=
           at(y + net.out_h, x + net.out_w) - at(y, x + net.out_w) - at(y + net.out_h, x) + at(y, x);
       const int64_t end = (y + net.out_h) * index_w;
-      ranges[size_t(i)] = {offsets[y * index_w], end < total ? int64_t(offsets[end]) : count};
+      w.ranges[size_t(i)] = {p.offsets[y * index_w],
+                             end < p.total ? int64_t(p.offsets[end]) : p.count};
     }
-    const double active =
-        hits > 0 ? double(window_active) / double(hits * net.out_h * net.out_w) : 0.0;
-    last_run_.active = active;
-    if (options_.sparse != SparsePlan::kSparse && !force_sparse_ && !sparse_pays(net, active))
-      return false;
+    w.active = hits > 0 ? double(window_active) / double(hits * net.out_h * net.out_w) : 0.0;
+    return w;
+  }
 
-    // Chunks of hits bound the first layer's and the heads' buffers; in each, groups of hits
-    // whose bands of conv rows fit the delta buffer.
+  // Chunks of hits bound the first layer's and the heads' buffers; in each, groups of hits
+  // whose bands of conv rows fit the delta buffer.
+  void run_sparse_chunks(const SparseNetwork& net, const IndexedPlane& p, const HitWindows& w,
+                         std::span<float> scores) {
+    const Queue& queue = cnn_->queue();
+    const int64_t hits = int64_t(w.order.size());
     const int64_t chunk = std::max<int64_t>(options_.hits_per_chunk, 8192);
     const int64_t n1 = net.dense1.weight.extent[1], oc = net.conv.conv_weight.extent[0];
     int64_t widest = 1;  // a group holds at least one hit's band of conv rows
-    for (const SparseRange& r : ranges) widest = std::max(widest, r.last - r.first);
+    for (const SparseRange& r : w.ranges) widest = std::max(widest, r.last - r.first);
     const int64_t capacity =
         std::max(widest, options_.sparse_delta_bytes / int64_t(oc * sizeof(float)));
     ensure(delta_, size_t(capacity * oc), queue);
@@ -244,12 +266,12 @@ class MichelFromImage final : public Model {
     ensure(out_a_, size_t(std::min(chunk, hits) * 3), queue);
     ensure(out_b_, size_t(std::min(chunk, hits)), queue);
     ensure(window_image_, size_t(hits), queue);
-    copy_to_device(queue, std::span<const int32_t>(rows), window_row_);
-    copy_to_device(queue, std::span<const int32_t>(columns), window_column_);
+    const std::vector<int32_t> zeros(size_t(hits), 0);
+    copy_to_device(queue, std::span<const int32_t>(w.rows), window_row_);
+    copy_to_device(queue, std::span<const int32_t>(w.columns), window_column_);
     copy_to_device(queue, std::span<const int32_t>(zeros), window_image_);
     std::vector<float> softmax(size_t(std::min(chunk, hits) * 3)),
         michel(size_t(std::min(chunk, hits)));
-    last_run_.sparse = true;
     for (int64_t begin = 0; begin < hits; begin += chunk) {
       const int64_t n = std::min(chunk, hits - begin);
       const SparseWindows windows{
@@ -259,8 +281,9 @@ class MichelFromImage final : public Model {
           net.out_w};
       const auto d1 = make_view<2>(dense1_.data(), {n, n1});
       last_run_.groups += sparse_conv_dense1_grouped(
-          queue, plane, net.conv, make_view(static_cast<const int32_t*>(positions_.data()), count),
-          View<const int32_t, 3>(index), ranges.data() + begin, windows, net.dense1,
+          queue, p.plane, net.conv,
+          make_view(static_cast<const int32_t*>(positions_.data()), p.count),
+          View<const int32_t, 3>(p.index), w.ranges.data() + begin, windows, net.dense1,
           make_view<2>(delta_.data(), {capacity, oc}), d1);
       mlp_two_heads(queue, View2<const float>(d1), net.hidden, net.head_a, net.head_b,
                     make_view<2>(out_a_.data(), {n, int64_t(3)}),
@@ -269,11 +292,28 @@ class MichelFromImage final : public Model {
       backend_copy(queue, michel.data(), out_b_.data(), size_t(n));
       queue.wait();
       for (int64_t i = 0; i < n; ++i) {
-        const size_t h = size_t(order[size_t(begin + i)]);
+        const size_t h = size_t(w.order[size_t(begin + i)]);
         for (int k = 0; k < 3; ++k) scores[h * 4 + size_t(k)] = softmax[size_t(i * 3 + k)];
         scores[h * 4 + 3] = michel[size_t(i)];
       }
     }
+  }
+
+  // The image-level plan: returns false (nothing written) when kAuto finds the dense plan
+  // faster for this plane.
+  bool run_sparse(int64_t n_wires, int64_t bins, int64_t tick_limit,
+                  std::span<const int32_t> hit_wires, std::span<const float> hit_ticks,
+                  std::span<float> scores) {
+    const SparseNetwork& net = *sparse_network();
+    const IndexedPlane plane =
+        index_plane(net, n_wires, bins, tick_limit, int64_t(hit_wires.size()));
+    const HitWindows windows = hit_windows(net, plane, hit_wires, hit_ticks);
+    last_run_.active = windows.active;
+    if (options_.sparse != SparsePlan::kSparse && !force_sparse_ &&
+        !sparse_pays(net, windows.active))
+      return false;
+    last_run_.sparse = true;
+    run_sparse_chunks(net, plane, windows, scores);
     return true;
   }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "examples/lartpc/display.h"
 #include "kaas/common/error.h"
@@ -142,49 +143,57 @@ void legend(cairo_t* cr, double x, double y) {
   text(cr, x + 22, row + 12, "zoomed region (right)", kSmallFont);
 }
 
-}  // namespace
+// A Michel candidate's surroundings: the region and its truth and prediction panels.
+struct Zoom {
+  PlaneRegion region;
+  RgbImage truth, prediction;
+};
 
-void write_event_display(const std::filesystem::path& path, const ToyEvent& event, int plane,
-                         std::span<const float> scores, std::span<const uint8_t> fiducial,
-                         const DisplayLabels& labels, int ticks_per_row) {
-  const auto [truth, prediction] =
-      render_plane_panels(event, plane, scores, fiducial, ticks_per_row, labels.michel_threshold);
+// The zoom: kZoomWires x kZoomTicks around the strongest Michel candidate, `h`.
+Zoom render_zoom(const ToyEvent& event, int plane, std::span<const float> scores,
+                 std::span<const uint8_t> fiducial, const Hit& h, float michel_threshold) {
   const PlaneImage& raw = event.planes[size_t(plane)];
-  const PlaneRegion whole{0, raw.wires, 0, raw.ticks};
+  Zoom zoom;
+  const int zw = std::min(kZoomWires, raw.wires), zt = std::min(kZoomTicks, raw.ticks);
+  zoom.region.wire_begin = std::clamp(h.wire - zw / 2, 0, raw.wires - zw);
+  zoom.region.wire_end = zoom.region.wire_begin + zw;
+  zoom.region.tick_begin = std::clamp(int(h.peak_tick) - zt / 2, 0, raw.ticks - zt);
+  zoom.region.tick_end = zoom.region.tick_begin + zt;
+  PanelStyle zoomed;
+  zoomed.ticks_per_row = 1;
+  zoomed.pixels_per_wire = kZoomPixelsPerWire;
+  zoomed.hit_rows = 5;
+  zoomed.michel_threshold = michel_threshold;
+  zoom.truth = render_panel(event, plane, scores, fiducial, zoom.region, zoomed);
+  zoomed.prediction = true;
+  zoom.prediction = render_panel(event, plane, scores, fiducial, zoom.region, zoomed);
+  return zoom;
+}
 
-  // The zoom: kZoomWires x kZoomTicks around the strongest Michel candidate.
-  const auto candidate = michel_candidate(event, plane, scores, fiducial, labels.michel_threshold);
-  PlaneRegion zoom;
-  RgbImage zoom_truth, zoom_prediction;
-  if (candidate) {
-    const Hit& h = event.hits[*candidate];
-    const int zw = std::min(kZoomWires, raw.wires), zt = std::min(kZoomTicks, raw.ticks);
-    zoom.wire_begin = std::clamp(h.wire - zw / 2, 0, raw.wires - zw);
-    zoom.wire_end = zoom.wire_begin + zw;
-    zoom.tick_begin = std::clamp(int(h.peak_tick) - zt / 2, 0, raw.ticks - zt);
-    zoom.tick_end = zoom.tick_begin + zt;
-    PanelStyle zoomed;
-    zoomed.ticks_per_row = 1;
-    zoomed.pixels_per_wire = kZoomPixelsPerWire;
-    zoomed.hit_rows = 5;
-    zoomed.michel_threshold = labels.michel_threshold;
-    zoom_truth = render_panel(event, plane, scores, fiducial, zoom, zoomed);
-    zoomed.prediction = true;
-    zoom_prediction = render_panel(event, plane, scores, fiducial, zoom, zoomed);
-  }
+// Where the parts of the figure go: the whole-plane truth and prediction panels side by side
+// from `left` and `right`, the legend and the zoom in the column to their right.
+struct Layout {
+  double left = 80, top = 90, gap = 80;
+  double right = 0, column = 0, zoom_size = 0, zoom_top = 0;
+  int width = 0, height = 0;
+};
 
-  const double left = 80, top = 90, gap = 80;
-  const double column = left + 2 * truth.width + gap + 70;
-  const double zoom_size = kZoomWires * kZoomPixelsPerWire;
-  const int width = int(column + zoom_size + 30);
-  const int height = int(std::max(top + truth.height + 60, top + 200 + 2 * (zoom_size + 60)));
-  Surface figure(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height),
-                 &cairo_surface_destroy);
-  cairo_t* cr = cairo_create(figure.get());
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
-  cairo_set_source_rgb(cr, 0, 0, 0);
+Layout figure_layout(const RgbImage& panel) {
+  Layout layout;
+  layout.column = layout.left + 2 * panel.width + layout.gap + 70;
+  layout.zoom_size = kZoomWires * kZoomPixelsPerWire;
+  layout.width = int(layout.column + layout.zoom_size + 30);
+  layout.height =
+      int(std::max(layout.top + panel.height + 60, layout.top + 200 + 2 * (layout.zoom_size + 60)));
+  layout.right = layout.left + panel.width + layout.gap;
+  layout.zoom_top = layout.top + 200;
+  return layout;
+}
 
+// The title lines: the event, plane and hit count; how the classes and the Michel flag are
+// read from the scores.
+void draw_header(cairo_t* cr, double left, const ToyEvent& event, int plane,
+                 const DisplayLabels& labels) {
   char header[256];
   std::snprintf(header, sizeof header, "kaas-reco toy event %d, plane %d: %zu hits",
                 labels.event_number, plane,
@@ -197,34 +206,68 @@ void write_event_display(const std::filesystem::path& path, const ToyEvent& even
                 double(labels.michel_threshold),
                 labels.threshold_origin.empty() ? "fixed" : labels.threshold_origin.c_str());
   text(cr, left, 52, header, kFont);
+}
 
-  const double right = left + truth.width + gap;
-  framed_raster(cr, truth, left, top, whole, 1.0, ticks_per_row, "truth", true);
-  framed_raster(cr, prediction, right, top, whole, 1.0, ticks_per_row, "prediction", false);
-  legend(cr, column, top + 10);
-
-  const double zoom_top = top + 200;
+// The zoom's panels in the right column, outlined there and on the whole-plane panels; or a
+// note that the plane has no candidate to zoom on.
+void draw_zoom(cairo_t* cr, const Layout& layout, const ToyEvent& event,
+               std::optional<size_t> candidate, std::span<const float> scores, const Zoom& zoom,
+               int ticks_per_row) {
   if (candidate) {
-    for (const double x0 : {left, right})
-      outline(cr, x0 + zoom.wire_begin, top + double(zoom.tick_begin) / ticks_per_row,
-              zoom.wire_end - zoom.wire_begin,
-              double(zoom.tick_end - zoom.tick_begin) / ticks_per_row);
+    const PlaneRegion& region = zoom.region;
+    for (const double x0 : {layout.left, layout.right})
+      outline(cr, x0 + region.wire_begin, layout.top + double(region.tick_begin) / ticks_per_row,
+              region.wire_end - region.wire_begin,
+              double(region.tick_end - region.tick_begin) / ticks_per_row);
     char title[128];
     std::snprintf(title, sizeof title, "zoom, truth: wire %d, tick %.0f",
                   event.hits[*candidate].wire, double(event.hits[*candidate].peak_tick));
-    framed_raster(cr, zoom_truth, column, zoom_top + 30, zoom, kZoomPixelsPerWire, 1.0, title,
-                  false);
+    framed_raster(cr, zoom.truth, layout.column, layout.zoom_top + 30, region, kZoomPixelsPerWire,
+                  1.0, title, false);
     std::snprintf(title, sizeof title, "zoom, prediction (candidate's Michel score %.3f)",
                   double(scores[*candidate * 4 + 3]));
-    framed_raster(cr, zoom_prediction, column, zoom_top + zoom_size + 90, zoom, kZoomPixelsPerWire,
-                  1.0, title, false);
-    outline(cr, column, zoom_top + 30, zoom_size, zoom_size);
-    outline(cr, column, zoom_top + zoom_size + 90, zoom_size, zoom_size);
+    framed_raster(cr, zoom.prediction, layout.column, layout.zoom_top + layout.zoom_size + 90,
+                  region, kZoomPixelsPerWire, 1.0, title, false);
+    outline(cr, layout.column, layout.zoom_top + 30, layout.zoom_size, layout.zoom_size);
+    outline(cr, layout.column, layout.zoom_top + layout.zoom_size + 90, layout.zoom_size,
+            layout.zoom_size);
   } else {
     cairo_set_source_rgb(cr, 0, 0, 0);
-    text(cr, column, zoom_top + 40, "no Michel candidate above the working point", kFont);
-    text(cr, column, zoom_top + 60, "on this plane: no zoom", kFont);
+    text(cr, layout.column, layout.zoom_top + 40, "no Michel candidate above the working point",
+         kFont);
+    text(cr, layout.column, layout.zoom_top + 60, "on this plane: no zoom", kFont);
   }
+}
+
+}  // namespace
+
+void write_event_display(const std::filesystem::path& path, const ToyEvent& event, int plane,
+                         std::span<const float> scores, std::span<const uint8_t> fiducial,
+                         const DisplayLabels& labels, int ticks_per_row) {
+  const auto [truth, prediction] =
+      render_plane_panels(event, plane, scores, fiducial, ticks_per_row, labels.michel_threshold);
+  const PlaneImage& raw = event.planes[size_t(plane)];
+  const PlaneRegion whole{0, raw.wires, 0, raw.ticks};
+
+  const auto candidate = michel_candidate(event, plane, scores, fiducial, labels.michel_threshold);
+  const Zoom zoom = candidate ? render_zoom(event, plane, scores, fiducial, event.hits[*candidate],
+                                            labels.michel_threshold)
+                              : Zoom{};
+
+  const Layout layout = figure_layout(truth);
+  Surface figure(cairo_image_surface_create(CAIRO_FORMAT_RGB24, layout.width, layout.height),
+                 &cairo_surface_destroy);
+  cairo_t* cr = cairo_create(figure.get());
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  draw_header(cr, layout.left, event, plane, labels);
+
+  framed_raster(cr, truth, layout.left, layout.top, whole, 1.0, ticks_per_row, "truth", true);
+  framed_raster(cr, prediction, layout.right, layout.top, whole, 1.0, ticks_per_row, "prediction",
+                false);
+  legend(cr, layout.column, layout.top + 10);
+  draw_zoom(cr, layout, event, candidate, scores, zoom, ticks_per_row);
   cairo_destroy(cr);
   const cairo_status_t status = cairo_surface_write_to_png(figure.get(), path.c_str());
   if (status != CAIRO_STATUS_SUCCESS)

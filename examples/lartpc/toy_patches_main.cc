@@ -123,106 +123,132 @@ std::vector<size_t> sample_hits(const ToyEvent& event, int64_t per_class, int64_
   return kept;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
+struct Options {
   ToyEventConfig toy;
   int events = 10, first_event = 0;
   int64_t per_class = 1000, near = 1000, track_hits = -1, sparse = 0;
   std::string out_dir, backend_name = "auto";
-  app.add_option("--out", out_dir, "directory for the .npy files")->required();
-  app.add_option("--events", events, "events")->check(CLI::Range(1, 100000));
-  app.add_option("--first-event", first_event, "number of the first event")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--out", o.out_dir, "directory for the .npy files")->required();
+  app.add_option("--events", o.events, "events")->check(CLI::Range(1, 100000));
+  app.add_option("--first-event", o.first_event, "number of the first event")
       ->check(CLI::Range(0, 1 << 30));
-  app.add_option("--per-class", per_class, "hits kept per truth label and event")
+  app.add_option("--per-class", o.per_class, "hits kept per truth label and event")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  app.add_option("--track-hits", track_hits,
+  app.add_option("--track-hits", o.track_hits,
                  "track hits kept per event (default --per-class; events hold about twice as "
                  "many track as EM hits)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  app.add_option("--sparse-em", sparse,
+  app.add_option("--sparse-em", o.sparse,
                  "also keep this many EM hits with few EM neighbours per event (delta rays, "
                  "shower tips: the Michel head's hard negatives)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
-  app.add_option("--near-michel", near,
+  app.add_option("--near-michel", o.near,
                  "also keep this many other hits near Michel electrons per event")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
-  app.add_option("--backend", backend_name, "backend for the patch extraction");
-  kaas::examples::add_toy_event_options(app, toy);
+  app.add_option("--backend", o.backend_name, "backend for the patch extraction");
+  kaas::examples::add_toy_event_options(app, o.toy);
+}
+
+// The per-patch labels, small enough to hold until the end.
+struct Labels {
+  std::vector<int32_t> labels, event_numbers;
+  std::vector<float> michel, hit_positions;
+  std::array<int64_t, 4> kept_by_truth{};
+};
+
+// Event `e`'s sampled fiducial hits: their patches appended to `patches`, their labels to
+// `out`.
+void add_event(const Queue& queue, const ToyEvent& event, int e, const Options& o,
+               const PatchParams& params, models::NpyRowWriter& patches, Labels& out) {
+  const int64_t patch_size = int64_t(params.patch_wires) * params.patch_bins;
+  const std::vector<size_t> kept =
+      sample_hits(event, o.per_class, o.track_hits < 0 ? o.per_class : o.track_hits, o.near,
+                  o.sparse, params, o.toy.seed * 1000003u + uint64_t(e));
+  // The planes with only the kept hits: their patches come out in `kept` order.
+  std::vector<PlaneInputs> planes = prepare_planes(queue, event, params);
+  for (auto& plane : planes) {
+    plane.hit_wire.clear();
+    plane.hit_tick.clear();
+  }
+  for (size_t i : kept) {
+    const Hit& h = event.hits[i];
+    planes[size_t(h.plane)].hit_wire.push_back(h.wire);
+    planes[size_t(h.plane)].hit_tick.push_back(h.peak_tick);
+  }
+  const PatchInputs inputs = prepare_patches(queue, planes, params);
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (!inputs.fiducial[k]) continue;
+    const Hit& h = event.hits[kept[k]];
+    const auto* patch = inputs.patches.data() + k * size_t(patch_size);
+    patches.append(patch, 1);
+    out.labels.push_back(truth_class(h.truth));
+    out.michel.push_back(h.truth == Truth::kMichel ? 1.0f : 0.0f);
+    out.event_numbers.push_back(e);
+    out.hit_positions.insert(out.hit_positions.end(), {float(h.plane), float(h.wire), h.peak_tick});
+    ++out.kept_by_truth[size_t(h.truth)];
+  }
+}
+
+void write_labels(const std::filesystem::path& dir, const Labels& per_patch) {
+  const int64_t n = int64_t(per_patch.labels.size());
+  using models::DataType;
+  using models::HostTensor;
+  models::write_npy(dir / "label.npy",
+                    HostTensor::make<int32_t>("label", DataType::kInt32, {n}, per_patch.labels));
+  models::write_npy(dir / "michel.npy",
+                    HostTensor::make<float>("michel", DataType::kFloat32, {n}, per_patch.michel));
+  models::write_npy(dir / "event.npy", HostTensor::make<int32_t>("event", DataType::kInt32, {n},
+                                                                 per_patch.event_numbers));
+  models::write_npy(dir / "hit.npy", HostTensor::make<float>("hit", DataType::kFloat32, {n, 3},
+                                                             per_patch.hit_positions));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
+  Options o;
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
   try {
-    const Queue queue(find_backend(backend_name));
+    const Queue queue(find_backend(o.backend_name));
     const PatchParams params;
-    const int64_t patch_size = int64_t(params.patch_wires) * params.patch_bins;
     namespace fs = std::filesystem;
-    const fs::path dir(out_dir);
+    const fs::path dir(o.out_dir);
     fs::create_directories(dir);
     // The patches go to disk event by event (9 KB each: 13 GB for 240 training events); the
     // per-patch labels are small and written at the end.
     models::NpyRowWriter patches(dir / "patches.npy", models::DataType::kFloat32,
                                  {params.patch_wires, params.patch_bins, 1});
-    std::vector<int32_t> labels, event_numbers;
-    std::vector<float> michel, hit_positions;
-    std::array<int64_t, 4> kept_by_truth{};
+    Labels per_patch;
     const bool show_progress = isatty(STDERR_FILENO);
     // The next event is generated on another thread while this one's patches are cut (each
     // event is seeded by its number alone, so the order of work does not change a bit).
-    const auto generate = [&toy](int e) {
+    const auto generate = [&toy = o.toy](int e) {
       return std::async(std::launch::async, make_toy_event, std::cref(toy), uint64_t(e));
     };
-    std::future<ToyEvent> next_event = generate(first_event);
-    for (int e = first_event; e < first_event + events; ++e) {
+    std::future<ToyEvent> next_event = generate(o.first_event);
+    for (int e = o.first_event; e < o.first_event + o.events; ++e) {
       const ToyEvent event = next_event.get();
-      if (e + 1 < first_event + events) next_event = generate(e + 1);
-      const std::vector<size_t> kept =
-          sample_hits(event, per_class, track_hits < 0 ? per_class : track_hits, near, sparse,
-                      params, toy.seed * 1000003u + uint64_t(e));
-      // The planes with only the kept hits: their patches come out in `kept` order.
-      std::vector<PlaneInputs> planes = prepare_planes(queue, event, params);
-      for (auto& plane : planes) {
-        plane.hit_wire.clear();
-        plane.hit_tick.clear();
-      }
-      for (size_t i : kept) {
-        const Hit& h = event.hits[i];
-        planes[size_t(h.plane)].hit_wire.push_back(h.wire);
-        planes[size_t(h.plane)].hit_tick.push_back(h.peak_tick);
-      }
-      const PatchInputs inputs = prepare_patches(queue, planes, params);
-      for (size_t k = 0; k < kept.size(); ++k) {
-        if (!inputs.fiducial[k]) continue;
-        const Hit& h = event.hits[kept[k]];
-        const auto* patch = inputs.patches.data() + k * size_t(patch_size);
-        patches.append(patch, 1);
-        labels.push_back(truth_class(h.truth));
-        michel.push_back(h.truth == Truth::kMichel ? 1.0f : 0.0f);
-        event_numbers.push_back(e);
-        hit_positions.insert(hit_positions.end(), {float(h.plane), float(h.wire), h.peak_tick});
-        ++kept_by_truth[size_t(h.truth)];
-      }
+      if (e + 1 < o.first_event + o.events) next_event = generate(e + 1);
+      add_event(queue, event, e, o, params, patches, per_patch);
       if (show_progress)
-        std::fprintf(stderr, "\revent %d/%d: %zu patches", e - first_event + 1, events,
-                     labels.size());
+        std::fprintf(stderr, "\revent %d/%d: %zu patches", e - o.first_event + 1, o.events,
+                     per_patch.labels.size());
     }
     if (show_progress) std::fprintf(stderr, "\n");
     patches.finish();
-    const int64_t n = int64_t(labels.size());
-    using models::DataType;
-    using models::HostTensor;
-    models::write_npy(dir / "label.npy",
-                      HostTensor::make<int32_t>("label", DataType::kInt32, {n}, labels));
-    models::write_npy(dir / "michel.npy",
-                      HostTensor::make<float>("michel", DataType::kFloat32, {n}, michel));
-    models::write_npy(dir / "event.npy",
-                      HostTensor::make<int32_t>("event", DataType::kInt32, {n}, event_numbers));
-    models::write_npy(dir / "hit.npy",
-                      HostTensor::make<float>("hit", DataType::kFloat32, {n, 3}, hit_positions));
+    write_labels(dir, per_patch);
+    const auto& kept_by_truth = per_patch.kept_by_truth;
     std::printf(
         "wrote %lld patches to %s (track %lld, em %lld, michel %lld, none %lld; %d events)\n",
-        static_cast<long long>(n), out_dir.c_str(), static_cast<long long>(kept_by_truth[1]),
-        static_cast<long long>(kept_by_truth[2]), static_cast<long long>(kept_by_truth[3]),
-        static_cast<long long>(kept_by_truth[0]), events);
+        static_cast<long long>(per_patch.labels.size()), o.out_dir.c_str(),
+        static_cast<long long>(kept_by_truth[1]), static_cast<long long>(kept_by_truth[2]),
+        static_cast<long long>(kept_by_truth[3]), static_cast<long long>(kept_by_truth[0]),
+        o.events);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kaas-toy-patches: %s\n", e.what());
     return 1;

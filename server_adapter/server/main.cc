@@ -28,10 +28,20 @@ void raise_descriptor_limit() {
   }
 }
 
-int main(int argc, char** argv) {
-  CLI::App app{"kaas-server: KServe v2 / Triton-compatible inference server for kaas models"};
+namespace {
+
+// What the command line sets beyond ServerOptions.
+struct CommandLine {
   kaas::server::ServerOptions options;
   std::string control = "none";
+  int cpu_threads = 0;
+  double drain_seconds = 3;
+  int log_verbose = 0;
+  double header_timeout = 10, body_timeout = 60, idle_timeout = 120;
+};
+
+void add_server_options(CLI::App& app, CommandLine& line) {
+  auto& options = line.options;
   app.add_option("--model-repository", options.model_repository, "Triton-layout model repository")
       ->required();
   app.add_option("--host", options.host, "address to listen on");
@@ -42,14 +52,12 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics port (0: any)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--backend", options.backend, "one of: " + kaas::backend_choices());
-  int cpu_threads = 0;
-  app.add_option("--threads", cpu_threads,
+  app.add_option("--threads", line.cpu_threads,
                  "OpenMP threads per model execution on the openmp backend (0: OpenMP's own, "
                  "OMP_NUM_THREADS or the cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  double drain_seconds = 3;
-  app.add_option("--drain-seconds", drain_seconds,
+  app.add_option("--drain-seconds", line.drain_seconds,
                  "after SIGTERM: seconds to report not ready (grpc.health.v1 NOT_SERVING) "
                  "while still serving, so balancers and clients move away before it stops "
                  "(SIGINT stops without this period)")
@@ -75,12 +83,12 @@ int main(int argc, char** argv) {
                  "with --allow-client-shm=true: the system shared memory keys clients may "
                  "register start with one of these (comma-separated; default: any key)")
       ->delimiter(',');
-  int log_verbose = 0;
-  app.add_option("--log-verbose", log_verbose,
+  app.add_option("--log-verbose", line.log_verbose,
                  "1: also log what happens to single requests (drops before execution, why)")
       ->capture_default_str()
       ->check(CLI::Range(0, 2));
-  app.add_option("--model-control-mode", control, "none (load all) or explicit (load/unload RPCs)")
+  app.add_option("--model-control-mode", line.control,
+                 "none (load all) or explicit (load/unload RPCs)")
       ->check(CLI::IsMember({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for --tls-cert");
@@ -93,7 +101,10 @@ int main(int argc, char** argv) {
                  "serve gRPC server reflection (true/false; grpcurl): its requests are inflated by "
                  "gRPC whole, without kaas's bound on compressed messages")
       ->capture_default_str();
-  auto& http = options.http;
+}
+
+void add_http_options(CLI::App& app, CommandLine& line) {
+  auto& http = line.options.http;
   app.add_option("--http-threads", http.worker_threads,
                  "REST worker threads: requests executing at once (connections hold none)")
       ->capture_default_str()
@@ -101,16 +112,15 @@ int main(int argc, char** argv) {
   app.add_option("--http-io-threads", http.io_threads, "REST I/O threads (all connections)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  double header_timeout = 10, body_timeout = 60, idle_timeout = 120;
-  app.add_option("--http-header-timeout", header_timeout,
+  app.add_option("--http-header-timeout", line.header_timeout,
                  "seconds from a request's first byte to its last header line (else 408)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
-  app.add_option("--http-body-timeout", body_timeout,
+  app.add_option("--http-body-timeout", line.body_timeout,
                  "seconds a request body (or a reply) may pause (else 400, incomplete body)")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
-  app.add_option("--http-idle-timeout", idle_timeout,
+  app.add_option("--http-idle-timeout", line.idle_timeout,
                  "seconds a keep-alive connection may wait for its next request")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
@@ -126,47 +136,35 @@ int main(int argc, char** argv) {
                  "open REST connections; more are closed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  CLI11_PARSE(app, argc, argv);
-  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
-    std::fprintf(stderr, "kaas-server: --tls-cert and --tls-key go together\n");
-    return 2;
+}
+
+void print_models(kaas::server::Server& server) {
+  for (const auto& e : server.repository().index(false)) {
+    std::printf("kaas-server: model %s version %s %s%s%s\n", e.name.c_str(),
+                e.version.empty() ? "-" : e.version.c_str(), e.state.c_str(),
+                e.reason.empty() ? "" : ": ", e.reason.c_str());
+    if (e.state != "READY") continue;
+    for (const std::string& plan_line : server.repository().get(e.name, "")->plan)
+      std::printf("kaas-server: model %s: %s\n", e.name.c_str(), plan_line.c_str());
   }
-  auto milliseconds = [](double seconds) {
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  };
-  http.header_timeout = milliseconds(header_timeout);
-  http.body_timeout = milliseconds(body_timeout);
-  http.idle_timeout = milliseconds(idle_timeout);
-  raise_descriptor_limit();
-  kaas::server::set_log_verbosity(log_verbose);
-  options.control = control == "explicit" ? kaas::server::ModelControl::kExplicit
-                                          : kaas::server::ModelControl::kNone;
-  // Signals are taken by sigwait below; every thread started from here on inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+// Serves until SIGTERM or SIGINT (blocked in every thread: `signals`), then drains and stops.
+int serve(const CommandLine& line, const sigset_t& signals) {
+  const auto& options = line.options;
   try {
     // Before any model loads: the planner measures with the count requests will run on, and the
     // scheduler's worker threads (not this one) take it from the process-wide setting.
     for (const kaas::Backend* backend : kaas::compiled_backends())
-      backend->set_process_threads(cpu_threads);
+      backend->set_process_threads(line.cpu_threads);
     kaas::server::Server server(options);
-    for (const auto& e : server.repository().index(false)) {
-      std::printf("kaas-server: model %s version %s %s%s%s\n", e.name.c_str(),
-                  e.version.empty() ? "-" : e.version.c_str(), e.state.c_str(),
-                  e.reason.empty() ? "" : ": ", e.reason.c_str());
-      if (e.state != "READY") continue;
-      for (const std::string& line : server.repository().get(e.name, "")->plan)
-        std::printf("kaas-server: model %s: %s\n", e.name.c_str(), line.c_str());
-    }
+    print_models(server);
     std::printf("kaas-server: listening host=%s http=%d grpc=%d metrics=%d\n", options.host.c_str(),
                 server.http_port(), server.grpc_port(), server.metrics_port());
     std::fflush(stdout);
     int received = 0;
     sigwait(&signals, &received);
-    const double drain = received == SIGTERM ? drain_seconds : 0.0;
+    const double drain = received == SIGTERM ? line.drain_seconds : 0.0;
     std::printf("kaas-server: signal %d: not ready, serving for %g s more, then stopping\n",
                 received, drain);
     std::fflush(stdout);
@@ -188,4 +186,36 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kaas-server: KServe v2 / Triton-compatible inference server for kaas models"};
+  CommandLine line;
+  add_server_options(app, line);
+  add_http_options(app, line);
+  CLI11_PARSE(app, argc, argv);
+  auto& options = line.options;
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    std::fprintf(stderr, "kaas-server: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  auto milliseconds = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  options.http.header_timeout = milliseconds(line.header_timeout);
+  options.http.body_timeout = milliseconds(line.body_timeout);
+  options.http.idle_timeout = milliseconds(line.idle_timeout);
+  raise_descriptor_limit();
+  kaas::server::set_log_verbosity(line.log_verbose);
+  options.control = line.control == "explicit" ? kaas::server::ModelControl::kExplicit
+                                               : kaas::server::ModelControl::kNone;
+  // Signals are taken by sigwait below; every thread started from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return serve(line, signals);
 }

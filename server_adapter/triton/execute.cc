@@ -216,6 +216,80 @@ void answer(InstanceState& instance, Pending& p, bool batched, uint64_t exec_sta
   }
 }
 
+// A response for request `p`, or its error; whether Triton cancelled it (counted in `dropped`,
+// not run); else its inputs read and checked against the signature.
+void take_request(Pending& p, const models::ModelSignature& signature, const std::string& name,
+                  int& dropped) {
+  if (TRITONSERVER_Error* error = TRITONBACKEND_ResponseNew(&p.response, p.request)) {
+    p.error = RequestError{ErrorCode::kInternal, TRITONSERVER_ErrorMessage(error)};
+    TRITONSERVER_ErrorDelete(error);
+    p.response = nullptr;
+    return;
+  }
+  // A request Triton cancelled (its gRPC client went or its deadline passed) is not run.
+  bool cancelled = false;
+  if (TRITONBACKEND_RequestIsCancelled != nullptr) {
+    if (TRITONSERVER_Error* error = TRITONBACKEND_RequestIsCancelled(p.request, &cancelled))
+      TRITONSERVER_ErrorDelete(error);
+  }
+  if (cancelled) {
+    p.error = RequestError{ErrorCode::kCancelled,
+                           "model '" + name + "': the request was cancelled before execution"};
+    ++dropped;
+    return;
+  }
+  try {
+    read_request(p, signature, name);
+  } catch (...) {
+    p.error = error_of(std::current_exception());
+  }
+}
+
+// Consecutive good requests with the same item shapes, up to max_batch rows, run together.
+std::vector<std::vector<Pending*>> group_requests(std::vector<Pending>& pending, bool batched,
+                                                  int64_t max_batch) {
+  std::vector<std::vector<Pending*>> groups;
+  int64_t group_rows = 0;
+  for (Pending& p : pending) {
+    if (p.error) continue;
+    const bool joins = batched && !groups.empty() &&
+                       serving::same_item_shapes(groups.back().front()->inputs, p.inputs) &&
+                       group_rows + p.batch <= max_batch;
+    if (!joins) {
+      groups.emplace_back();
+      group_rows = 0;
+    }
+    groups.back().push_back(&p);
+    group_rows += p.batch;
+  }
+  return groups;
+}
+
+// What the groups' executions add up to, for the batch statistics and the log.
+struct ExecutedGroups {
+  uint64_t compute_start = 0, compute_end = 0;
+  int64_t rows = 0;
+  int executions = 0;
+};
+
+ExecutedGroups run_groups(models::Model& model, const std::vector<std::vector<Pending*>>& groups) {
+  ExecutedGroups done;
+  for (const auto& group : groups) {
+    try {
+      done.executions += run_group(model, group);
+    } catch (...) {  // every request is still answered and released below
+      for (Pending* p : group) p->error = error_of(std::current_exception());
+    }
+    for (const Pending* p : group) {
+      if (p->error) continue;
+      if (done.compute_start == 0) done.compute_start = p->compute_start;
+      done.compute_end = std::max(done.compute_end, p->compute_end);
+      done.rows += p->batch;
+    }
+  }
+  return done;
+}
+
 }  // namespace
 
 void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests, uint32_t count) {
@@ -228,77 +302,24 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   std::vector<Pending> pending(count);
   int dropped = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    Pending& p = pending[i];
-    p.request = requests[i];
-    if (TRITONSERVER_Error* error = TRITONBACKEND_ResponseNew(&p.response, p.request)) {
-      p.error = RequestError{ErrorCode::kInternal, TRITONSERVER_ErrorMessage(error)};
-      TRITONSERVER_ErrorDelete(error);
-      p.response = nullptr;
-      continue;
-    }
-    // A request Triton cancelled (its gRPC client went or its deadline passed) is not run.
-    bool cancelled = false;
-    if (TRITONBACKEND_RequestIsCancelled != nullptr) {
-      if (TRITONSERVER_Error* error = TRITONBACKEND_RequestIsCancelled(p.request, &cancelled))
-        TRITONSERVER_ErrorDelete(error);
-    }
-    if (cancelled) {
-      p.error = RequestError{ErrorCode::kCancelled,
-                             "model '" + name + "': the request was cancelled before execution"};
-      ++dropped;
-      continue;
-    }
-    try {
-      read_request(p, signature, name);
-    } catch (...) {
-      p.error = error_of(std::current_exception());
-    }
+    pending[i].request = requests[i];
+    take_request(pending[i], signature, name, dropped);
   }
-
-  // Consecutive good requests with the same item shapes, up to max_batch rows, run together.
-  std::vector<std::vector<Pending*>> groups;
-  int64_t group_rows = 0;
-  for (Pending& p : pending) {
-    if (p.error) continue;
-    const bool joins = batched && !groups.empty() &&
-                       serving::same_item_shapes(groups.back().front()->inputs, p.inputs) &&
-                       group_rows + p.batch <= signature.max_batch;
-    if (!joins) {
-      groups.emplace_back();
-      group_rows = 0;
-    }
-    groups.back().push_back(&p);
-    group_rows += p.batch;
-  }
+  const auto groups = group_requests(pending, batched, signature.max_batch);
   // Every time: Triton may hand an instance to another of its threads.
   instance.backend->set_caller_threads(instance.model->options().threads);
   openmp::take_widest_team();
-  uint64_t compute_start = 0, compute_end = 0;
-  int64_t executed_rows = 0;
-  int executions = 0;
-  for (const auto& group : groups) {
-    try {
-      executions += run_group(model, group);
-    } catch (...) {  // every request is still answered and released below
-      for (Pending* p : group) p->error = error_of(std::current_exception());
-    }
-    for (const Pending* p : group) {
-      if (p->error) continue;
-      if (compute_start == 0) compute_start = p->compute_start;
-      compute_end = std::max(compute_end, p->compute_end);
-      executed_rows += p->batch;
-    }
-  }
+  const ExecutedGroups done = run_groups(model, groups);
   for (Pending& p : pending) answer(instance, p, batched, exec_start);
   KAAS_TRITON_LOG(VERBOSE, "instance " + instance.name + ": " + std::to_string(count) +
-                               " requests, " + std::to_string(executions) + " executions, " +
-                               std::to_string(executed_rows) + " rows, widest OpenMP team " +
+                               " requests, " + std::to_string(done.executions) + " executions, " +
+                               std::to_string(done.rows) + " rows, widest OpenMP team " +
                                std::to_string(openmp::take_widest_team()) + " (requested " +
                                std::to_string(openmp::requested_team()) + "), " +
                                std::to_string(dropped) + " cancelled before execution");
-  if (executed_rows > 0) {
+  if (done.rows > 0) {
     if (TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(
-            instance.triton, uint64_t(executed_rows), exec_start, compute_start, compute_end,
+            instance.triton, uint64_t(done.rows), exec_start, done.compute_start, done.compute_end,
             now_ns()))
       TRITONSERVER_ErrorDelete(e);
   }
