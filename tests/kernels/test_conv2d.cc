@@ -389,6 +389,64 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
   EXPECT_EQ(skipped, 0);
 }
 
+struct Bf16Shape {
+  int64_t batch, cin, h, w, cout, kh, kw, stride;
+  AutoPad pad;
+};
+
+// The bf16 test's inputs as drawn, widened to double for the reference.
+struct Bf16Inputs {
+  std::vector<bf16> x, w;
+  std::vector<float> bias;
+};
+
+// The double-precision NHWC convolution + ReLU of the same bf16 values (weights OIHW).
+std::vector<double> bf16_conv_reference(const Bf16Shape& sh, const Conv2dShape& s,
+                                        const Bf16Inputs& in) {
+  std::vector<double> expected(size_t(sh.batch * s.out_h * s.out_w * sh.cout));
+  for (int64_t n = 0; n < sh.batch; ++n)
+    for (int64_t oh = 0; oh < s.out_h; ++oh)
+      for (int64_t ow = 0; ow < s.out_w; ++ow)
+        for (int64_t co = 0; co < sh.cout; ++co) {
+          double sum = in.bias[size_t(co)];
+          for (int64_t kh = 0; kh < sh.kh; ++kh)
+            for (int64_t kw = 0; kw < sh.kw; ++kw) {
+              const int64_t ih = oh * sh.stride - s.pad_top + kh;
+              const int64_t iw = ow * sh.stride - s.pad_left + kw;
+              if (ih < 0 || ih >= sh.h || iw < 0 || iw >= sh.w) continue;
+              for (int64_t ci = 0; ci < sh.cin; ++ci)
+                sum += double(math::to_float(
+                           in.x[size_t(((n * sh.h + ih) * sh.w + iw) * sh.cin + ci)])) *
+                       math::to_float(in.w[size_t(((co * sh.cin + ci) * sh.kh + kh) * sh.kw + kw)]);
+            }
+          expected[size_t(((n * s.out_h + oh) * s.out_w + ow) * sh.cout + co)] = std::max(sum, 0.0);
+        }
+  return expected;
+}
+
+// Runs `params` (its impl set) on the device copies and compares image 0 (all images when the
+// batch is 1) with the reference: finite, and within one bf16 step.
+void expect_bf16_conv_near(const Queue& queue, const Bf16Shape& sh, const Conv2dShape& s,
+                           const Conv2dParams& params, const DeviceBuffer<bf16>& dx,
+                           const DeviceBuffer<bf16>& dw, const DeviceBuffer<float>& db,
+                           const std::vector<double>& expected) {
+  auto dy = make_device_buffer<bf16>(queue, expected.size());
+  conv2d(queue, make_view<4>(static_cast<const bf16*>(dx.data()), {sh.batch, sh.h, sh.w, sh.cin}),
+         make_view<4>(static_cast<const bf16*>(dw.data()), {sh.cout, sh.cin, sh.kh, sh.kw}),
+         make_view(static_cast<const float*>(db.data()), sh.cout),
+         make_view<4>(dy.data(), {sh.batch, s.out_h, s.out_w, sh.cout}), params);
+  queue.wait();
+  std::vector<bf16> y(expected.size());
+  copy_to_host(queue, dy, std::span<bf16>(y));
+  const size_t checked = sh.batch > 1 ? expected.size() / size_t(sh.batch) : expected.size();
+  for (size_t i = 0; i < checked; ++i) {
+    const double got = math::to_float(y[i]), want = expected[i];
+    ASSERT_TRUE(std::isfinite(got)) << "output " << i;
+    ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-7 + 2e-5)
+        << "output " << i << ": " << got << " vs " << want;
+  }
+}
+
 // bf16 activations: every implementation that applies (portable, the widened AVX-512 kernel and
 // the vdpbf16ps pair kernel) against a double-precision convolution of the same bf16 values,
 // rounded once to bf16. The fp32 sums may land on the other side of a rounding boundary, so one
@@ -398,17 +456,13 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
 // image 0, so image 0's outputs must stay finite (an odd row's last pair reads one tap only).
 TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
   const Backend& backend = *GetParam();
-  struct Shape {
-    int64_t batch, cin, h, w, cout, kh, kw, stride;
-    AutoPad pad;
-  };
-  const Shape shapes[] = {{2, 1, 48, 48, 48, 5, 5, 1, AutoPad::kValid},
-                          {2, 2, 9, 13, 20, 3, 3, 1, AutoPad::kSameUpper},
-                          {1, 3, 11, 20, 33, 3, 3, 2, AutoPad::kSameLower},
-                          {3, 1, 7, 12, 16, 5, 5, 1, AutoPad::kValid}};
+  const Bf16Shape shapes[] = {{2, 1, 48, 48, 48, 5, 5, 1, AutoPad::kValid},
+                              {2, 2, 9, 13, 20, 3, 3, 1, AutoPad::kSameUpper},
+                              {1, 3, 11, 20, 33, 3, 3, 2, AutoPad::kSameLower},
+                              {3, 1, 7, 12, 16, 5, 5, 1, AutoPad::kValid}};
   std::mt19937 rng(77);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  for (const Shape& sh : shapes) {
+  for (const Bf16Shape& sh : shapes) {
     Conv2dParams params;
     params.layout = Layout::kNHWC;
     params.auto_pad = sh.pad;
@@ -416,42 +470,23 @@ TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
     params.epilogue.activation = Activation::kRelu;
     const int64_t in_ext[4] = {sh.batch, sh.h, sh.w, sh.cin};
     const int64_t w_ext[4] = {sh.cout, sh.cin, sh.kh, sh.kw};
-    params.layout = Layout::kNHWC;
     const Conv2dShape s = conv2d_output_shape(params, in_ext, w_ext);
-    std::vector<bf16> x(size_t(sh.batch * sh.h * sh.w * sh.cin)),
-        w(size_t(sh.cout * sh.cin * sh.kh * sh.kw));
-    std::vector<float> bias(size_t(sh.cout));
-    for (auto& v : x) v = math::to_bf16(u(rng));
-    for (auto& v : w) v = math::to_bf16(u(rng) * 0.5f);
-    for (auto& v : bias) v = u(rng);
+    Bf16Inputs in{std::vector<bf16>(size_t(sh.batch * sh.h * sh.w * sh.cin)),
+                  std::vector<bf16>(size_t(sh.cout * sh.cin * sh.kh * sh.kw)),
+                  std::vector<float>(size_t(sh.cout))};
+    for (auto& v : in.x) v = math::to_bf16(u(rng));
+    for (auto& v : in.w) v = math::to_bf16(u(rng) * 0.5f);
+    for (auto& v : in.bias) v = u(rng);
     const size_t image = size_t(sh.h * sh.w * sh.cin);
-    if (sh.batch > 1) x[image] = math::to_bf16(INFINITY);  // image 1's first value
-    std::vector<double> expected(size_t(sh.batch * s.out_h * s.out_w * sh.cout));
-    for (int64_t n = 0; n < sh.batch; ++n)
-      for (int64_t oh = 0; oh < s.out_h; ++oh)
-        for (int64_t ow = 0; ow < s.out_w; ++ow)
-          for (int64_t co = 0; co < sh.cout; ++co) {
-            double sum = bias[size_t(co)];
-            for (int64_t kh = 0; kh < sh.kh; ++kh)
-              for (int64_t kw = 0; kw < sh.kw; ++kw) {
-                const int64_t ih = oh * sh.stride - s.pad_top + kh;
-                const int64_t iw = ow * sh.stride - s.pad_left + kw;
-                if (ih < 0 || ih >= sh.h || iw < 0 || iw >= sh.w) continue;
-                for (int64_t ci = 0; ci < sh.cin; ++ci)
-                  sum += double(math::to_float(
-                             x[size_t(((n * sh.h + ih) * sh.w + iw) * sh.cin + ci)])) *
-                         math::to_float(w[size_t(((co * sh.cin + ci) * sh.kh + kh) * sh.kw + kw)]);
-              }
-            expected[size_t(((n * s.out_h + oh) * s.out_w + ow) * sh.cout + co)] =
-                std::max(sum, 0.0);
-          }
+    if (sh.batch > 1) in.x[image] = math::to_bf16(INFINITY);  // image 1's first value
+    const std::vector<double> expected = bf16_conv_reference(sh, s, in);
     Queue queue(backend);
-    auto dx = make_device_buffer<bf16>(queue, x.size());
-    auto dw = make_device_buffer<bf16>(queue, w.size());
-    auto db = make_device_buffer<float>(queue, bias.size());
-    copy_to_device(queue, std::span<const bf16>(x), dx);
-    copy_to_device(queue, std::span<const bf16>(w), dw);
-    copy_to_device(queue, std::span<const float>(bias), db);
+    auto dx = make_device_buffer<bf16>(queue, in.x.size());
+    auto dw = make_device_buffer<bf16>(queue, in.w.size());
+    auto db = make_device_buffer<float>(queue, in.bias.size());
+    copy_to_device(queue, std::span<const bf16>(in.x), dx);
+    copy_to_device(queue, std::span<const bf16>(in.w), dw);
+    copy_to_device(queue, std::span<const float>(in.bias), db);
     std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
     const bool cpu = host_simd(backend.id());
     if (cpu && conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
@@ -461,23 +496,9 @@ TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
                    std::to_string(sh.h) + "x" + std::to_string(sh.w) + "x" +
                    std::to_string(sh.cin) + " kernel " + std::to_string(sh.kh) + "x" +
                    std::to_string(sh.kw) + " -> " + std::to_string(sh.cout));
-      auto dy = make_device_buffer<bf16>(queue, expected.size());
       params.impl = impl;
-      conv2d(queue,
-             make_view<4>(static_cast<const bf16*>(dx.data()), {sh.batch, sh.h, sh.w, sh.cin}),
-             make_view<4>(static_cast<const bf16*>(dw.data()), {sh.cout, sh.cin, sh.kh, sh.kw}),
-             make_view(static_cast<const float*>(db.data()), sh.cout),
-             make_view<4>(dy.data(), {sh.batch, s.out_h, s.out_w, sh.cout}), params);
-      queue.wait();
-      std::vector<bf16> y(expected.size());
-      copy_to_host(queue, dy, std::span<bf16>(y));
-      const size_t checked = sh.batch > 1 ? expected.size() / size_t(sh.batch) : expected.size();
-      for (size_t i = 0; i < checked; ++i) {
-        const double got = math::to_float(y[i]), want = expected[i];
-        ASSERT_TRUE(std::isfinite(got)) << "output " << i;
-        ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-7 + 2e-5)
-            << "output " << i << ": " << got << " vs " << want;
-      }
+      expect_bf16_conv_near(queue, sh, s, params, dx, dw, db, expected);
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -532,96 +553,117 @@ void expect_error(const std::function<void()>& f, const std::string& message) {
   }
 }
 
-TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
-  Queue queue(*GetParam());
-  GuardedArray<float> dx(queue, 2 * 4 * 6 * 6), dw(queue, 8 * 4 * 3 * 3), db(queue, 8),
-      dy(queue, 2 * 8 * 4 * 4);
-  const auto x = [&](std::initializer_list<int64_t> e) {
-    int64_t ext[4];
-    std::copy(e.begin(), e.end(), ext);
-    return make_view<4>(static_cast<const float*>(dx.view().data), ext);
-  };
-  const auto w = [&](std::initializer_list<int64_t> e) {
-    int64_t ext[4];
-    std::copy(e.begin(), e.end(), ext);
-    return make_view<4>(static_cast<const float*>(dw.view().data), ext);
-  };
-  const auto y = [&](std::initializer_list<int64_t> e) {
-    int64_t ext[4];
-    std::copy(e.begin(), e.end(), ext);
-    return make_view<4>(dy.view().data, ext);
-  };
-  const View1<const float> no_bias{};
-  const auto bias = [&](int64_t n) {
-    return make_view(static_cast<const float*>(db.view().data), n);
-  };
-  const Conv2dParams ok;
-  // The good call works.
-  conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(8), y({2, 8, 4, 4}), ok);
+// The buffers of the bad-input test and views of them with any extents (the checks come first).
+struct BadCallRig {
+  explicit BadCallRig(const Backend& backend)
+      : queue(backend),
+        dx(queue, 2 * 4 * 6 * 6),
+        dw(queue, 8 * 4 * 3 * 3),
+        db(queue, 8),
+        dy(queue, 2 * 8 * 4 * 4) {}
 
-  auto with = [&](auto change) {
-    Conv2dParams p = ok;
+  static void copy_extents(std::initializer_list<int64_t> e, int64_t* ext) {
+    std::copy(e.begin(), e.end(), ext);
+  }
+  View<const float, 4> x(std::initializer_list<int64_t> e) const {
+    int64_t ext[4];
+    copy_extents(e, ext);
+    return make_view<4>(static_cast<const float*>(dx.view().data), ext);
+  }
+  View<const float, 4> w(std::initializer_list<int64_t> e) const {
+    int64_t ext[4];
+    copy_extents(e, ext);
+    return make_view<4>(static_cast<const float*>(dw.view().data), ext);
+  }
+  View<float, 4> y(std::initializer_list<int64_t> e) const {
+    int64_t ext[4];
+    copy_extents(e, ext);
+    return make_view<4>(dy.view().data, ext);
+  }
+  View1<const float> bias(int64_t n) const {
+    return make_view(static_cast<const float*>(db.view().data), n);
+  }
+  // The good call's parameters with `change` applied.
+  template <class Change>
+  static Conv2dParams with(Change change) {
+    Conv2dParams p;
     change(p);
     return p;
-  };
-  auto call = [&](const Conv2dParams& p) {
-    return [&, p] { conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), p); };
-  };
-  expect_error(call(with([](Conv2dParams& p) { p.stride_h = 0; })),
+  }
+  // The good call's tensors, no bias, with parameters p.
+  std::function<void()> call(const Conv2dParams& p) const {
+    return [this, p] {
+      conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), View1<const float>{}, y({2, 8, 4, 4}), p);
+    };
+  }
+
+  Queue queue;
+  GuardedArray<float> dx, dw, db, dy;
+};
+
+void expect_parameter_errors(const BadCallRig& r) {
+  using P = Conv2dParams;
+  expect_error(r.call(r.with([](P& p) { p.stride_h = 0; })),
                "conv2d: stride_h: expected >= 1, received 0");
-  expect_error(call(with([](Conv2dParams& p) { p.stride_w = -2; })),
+  expect_error(r.call(r.with([](P& p) { p.stride_w = -2; })),
                "conv2d: stride_w: expected >= 1, received -2");
-  expect_error(call(with([](Conv2dParams& p) { p.dilation_h = 0; })),
+  expect_error(r.call(r.with([](P& p) { p.dilation_h = 0; })),
                "conv2d: dilation_h: expected >= 1, received 0");
-  expect_error(call(with([](Conv2dParams& p) { p.dilation_w = -1; })),
+  expect_error(r.call(r.with([](P& p) { p.dilation_w = -1; })),
                "conv2d: dilation_w: expected >= 1, received -1");
-  expect_error(call(with([](Conv2dParams& p) { p.pad_left = -1; })),
+  expect_error(r.call(r.with([](P& p) { p.pad_left = -1; })),
                "conv2d: pad_left: expected >= 0, received -1");
-  expect_error(call(with([](Conv2dParams& p) { p.pad_bottom = -3; })),
+  expect_error(r.call(r.with([](P& p) { p.pad_bottom = -3; })),
                "conv2d: pad_bottom: expected >= 0, received -3");
-  expect_error(call(with([](Conv2dParams& p) {
-                 p.auto_pad = AutoPad::kValid;
-                 p.pad_top = 1;
-               })),
+  expect_error(r.call(r.with([](P& p) {
+    p.auto_pad = AutoPad::kValid;
+    p.pad_top = 1;
+  })),
                "conv2d: pad_top: expected 0 when auto_pad is set, received 1");
-  expect_error(call(with([](Conv2dParams& p) { p.groups = 0; })),
+  expect_error(r.call(r.with([](P& p) { p.groups = 0; })),
                "conv2d: groups: expected >= 1, received 0");
-  expect_error(call(with([](Conv2dParams& p) { p.groups = 3; })),
+  expect_error(r.call(r.with([](P& p) { p.groups = 3; })),
                "conv2d: input channels: expected a multiple of groups (3), received 4");
-  expect_error(call(with([](Conv2dParams& p) { p.auto_pad = static_cast<AutoPad>(9); })),
+  expect_error(r.call(r.with([](P& p) { p.auto_pad = static_cast<AutoPad>(9); })),
                "conv2d: auto_pad: expected kNotSet, kValid, kSameUpper or kSameLower, received 9");
   expect_error(
-      call(with([](Conv2dParams& p) { p.epilogue.activation = static_cast<Activation>(7); })),
+      r.call(r.with([](P& p) { p.epilogue.activation = static_cast<Activation>(7); })),
       "conv2d: epilogue.activation: expected none, relu, leaky_relu or sigmoid, received 7");
   // groups = 2 with a weight for groups = 1.
-  expect_error(call(with([](Conv2dParams& p) { p.groups = 2; })),
+  expect_error(r.call(r.with([](P& p) { p.groups = 2; })),
                "conv2d: weight extent[1] (C_in / groups): expected 2, received 4");
+}
+
+void expect_extent_errors(const BadCallRig& r) {
+  const Conv2dParams ok;
+  const View1<const float> no_bias{};
+  const auto& q = r.queue;
   expect_error(
       [&] {
         Conv2dParams p = ok;
         p.groups = 2;
-        conv2d(queue, x({2, 4, 6, 6}), w({7, 2, 3, 3}), no_bias, y({2, 7, 4, 4}), p);
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({7, 2, 3, 3}), no_bias, r.y({2, 7, 4, 4}), p);
       },
       "conv2d: weight extent[0] (C_out): expected a multiple of groups (2), received 7");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 3, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+        conv2d(q, r.x({2, 3, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: weight extent[1] (C_in / groups): expected 3, received 4");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 0, 3}), no_bias, y({2, 8, 4, 4}), ok);
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 0, 3}), no_bias, r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: weight extent[2] (kernel height): expected >= 1, received 0");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 2, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+        conv2d(q, r.x({2, 4, 2, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: output height: expected >= 1, received 0");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) {
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}),
+               r.with([](Conv2dParams& p) {
                  p.auto_pad = AutoPad::kValid;
                  p.dilation_w = 3;
                }));
@@ -629,31 +671,36 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
       "conv2d: output width: expected >= 1, received 0");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 5}), ok);
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 5}), ok);
       },
       "conv2d: output extent[3]: expected 4, received 5");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 6, 6, 4}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) { p.layout = Layout::kNHWC; }));
+        conv2d(q, r.x({2, 6, 6, 4}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}),
+               r.with([](Conv2dParams& p) { p.layout = Layout::kNHWC; }));
       },
       "conv2d: output extent[1]: expected 4, received 8");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(5), y({2, 8, 4, 4}), ok);
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), r.bias(5), r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: bias extent: expected 0 or 8, received 5");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, -6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok);
+        conv2d(q, r.x({2, 4, -6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: input extent[2]: expected >= 0, received -6");
+}
+
+void expect_impl_errors(const BadCallRig& r) {
+  const View1<const float> no_bias{};
+  const auto& q = r.queue;
   // A fast path asked for an NCHW call: the table names the first reason it cannot run, the
   // tier (this CPU, KAAS_MAX_CPU_ISA), the backend, then the call.
   const auto refusal = [&](IsaTier tier, const char* name) {
     std::string why = isa_tier_unavailable(tier);
-    if (why.empty() && !host_simd(queue.backend_id())) {
-      why = "backend " + std::string(queue.backend().name()) +
+    if (why.empty() && !host_simd(q.backend_id())) {
+      why = "backend " + std::string(q.backend().name()) +
             " runs no host SIMD code (serial, openmp and tbb do)";
     }
     if (why.empty()) why = "needs NHWC activations";
@@ -661,32 +708,43 @@ TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
   };
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx2; }));
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}),
+               r.with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx2; }));
       },
       refusal(IsaTier::kAvx2, "avx2"));
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}),
-               with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx512; }));
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}),
+               r.with([](Conv2dParams& p) { p.impl = Conv2dImpl::kAvx512; }));
       },
       refusal(IsaTier::kAvx512, "avx512"));
   expect_error(
-      call(with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
+      r.call(r.with([](Conv2dParams& p) { p.impl = static_cast<Conv2dImpl>(9); })),
       "conv2d: impl: expected kAuto, kPortable, kAvx2, kAvx512 or kAvx512Bf16, received 9");
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), no_bias, y({2, 8, 4, 4}), ok, {-1, 0});
+        conv2d(q, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), no_bias, r.y({2, 8, 4, 4}), Conv2dParams{},
+               {-1, 0});
       },
       "conv2d: LaunchConfig.group_size: expected >= 0 (0 = default), received -1");
+}
+
+TEST_P(Conv2dTest, BadInputIsRejectedBeforeLaunch) {
+  const BadCallRig r(*GetParam());
+  const Conv2dParams ok;
+  // The good call works.
+  conv2d(r.queue, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), r.bias(8), r.y({2, 8, 4, 4}), ok);
+  expect_parameter_errors(r);
+  expect_extent_errors(r);
+  expect_impl_errors(r);
   // Nothing was written by the rejected calls after the good one: the output is unchanged.
-  const auto before = dy.read();
+  const auto before = r.dy.read();
   expect_error(
       [&] {
-        conv2d(queue, x({2, 4, 6, 6}), w({8, 4, 3, 3}), bias(3), y({2, 8, 4, 4}), ok);
+        conv2d(r.queue, r.x({2, 4, 6, 6}), r.w({8, 4, 3, 3}), r.bias(3), r.y({2, 8, 4, 4}), ok);
       },
       "conv2d: bias extent: expected 0 or 8, received 3");
-  const auto after = dy.read();
+  const auto after = r.dy.read();
   for (size_t i = 0; i < before.size(); ++i) ASSERT_TRUE(same_bits(before[i], after[i]));
 }
 
