@@ -41,4 +41,8 @@ constexpr bool host_simd(BackendId id) {
   return traits_of(id).host_simd;
 }
 
+constexpr bool test_only(BackendId id) {
+  return traits_of(id).test_only;
+}
+
 }  // namespace kaas

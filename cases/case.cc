@@ -5,6 +5,8 @@
 #include <cstring>
 #include <exception>
 
+#include "kaas/backends/backend_traits.h"
+
 namespace kaas::cases {
 
 std::string Check::detail() const {
@@ -89,7 +91,7 @@ Check run_and_check(const Queue& queue, const Case& c, const RunOptions& options
 
 bool within_check_budget(const Case& c, const Backend& backend, bool first_of_kernel) {
   if (first_of_kernel) return true;
-  const bool emulator = backend.id() == BackendId::kGpuEmu;
+  const bool emulator = test_only(backend.id());
   const double budget = emulator ? kEmulatorCaseReferenceBudget : kCaseReferenceBudget;
   return c.reference_ops <= budget && !(emulator && c.bytes > kEmulatorCaseBytesBudget);
 }

@@ -49,7 +49,7 @@ void run_case(benchmark::State& state, const Backend* backend, const cases::Case
 
 void register_kernel_cases(std::string_view kernel, const Configure& configure) {
   for (const Backend* backend : compiled_backends()) {
-    if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
+    if (!backend->available() || test_only(backend->id())) continue;
     for (const cases::Case& c : cases::cases_of(kernel)) {
       for (const std::string& impl : c.impls(*backend)) {
         const std::string name = cases::bench_name(c, backend->name(), impl);

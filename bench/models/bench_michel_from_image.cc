@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "examples/lartpc/toy_event.h"
+#include "kaas/backends/backend_traits.h"
 #include "kaas/backends/buffer.h"
 #include "kaas/kernels/patches.h"
 #include "kaas/models/onnx_model.h"
@@ -167,7 +168,7 @@ void toy_image_to_scores(benchmark::State& state, const Backend* backend, models
 
 void register_image_to_scores() {
   for (const Backend* backend : compiled_backends()) {
-    if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
+    if (!backend->available() || test_only(backend->id())) continue;
     for (const auto plan :
          {models::SparsePlan::kDense, models::SparsePlan::kSparse, models::SparsePlan::kAuto}) {
       benchmark::RegisterBenchmark(("michel_from_image_toy/" + std::string(backend->name()) + "/" +
@@ -180,7 +181,7 @@ void register_image_to_scores() {
     }
   }
   for (const Backend* backend : compiled_backends()) {
-    if (!backend->available() || backend->id() == BackendId::kGpuEmu) continue;
+    if (!backend->available() || test_only(backend->id())) continue;
     benchmark::RegisterBenchmark(
         ("michel_from_image_event52k/" + std::string(backend->name())).c_str(), image_to_scores,
         backend)
