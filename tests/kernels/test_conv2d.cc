@@ -352,12 +352,7 @@ TEST_P(Conv2dTest, Avx512FastPathOnEmTrkShape) {
     c.batch = 24;
     const Data d = make_data(c, 510u, false);
     const size_t ny = static_cast<size_t>(c.batch * 44 * 44 * 48);
-    auto x = make_device_buffer<float>(queue, d.x.size());
-    auto w = make_device_buffer<float>(queue, d.w.size());
-    auto b = make_device_buffer<float>(queue, d.b.size());
-    copy_to_device(queue, std::span<const float>(d.x), x);
-    copy_to_device(queue, std::span<const float>(d.w), w);
-    copy_to_device(queue, std::span<const float>(d.b), b);
+    const auto x = to_device(queue, d.x), w = to_device(queue, d.w), b = to_device(queue, d.b);
     const auto xv = make_view<4>(static_cast<const float*>(x.data()), {c.batch, 48, 48, 1});
     const auto wv = make_view<4>(static_cast<const float*>(w.data()), {48, 1, 5, 5});
     const auto bv = make_view(static_cast<const float*>(b.data()), 48);
@@ -481,12 +476,8 @@ TEST_P(Conv2dTest, Bf16ImplementationsAgreeWithDoubleReference) {
     if (sh.batch > 1) in.x[image] = math::to_bf16(INFINITY);  // image 1's first value
     const std::vector<double> expected = bf16_conv_reference(sh, s, in);
     Queue queue(backend);
-    auto dx = make_device_buffer<bf16>(queue, in.x.size());
-    auto dw = make_device_buffer<bf16>(queue, in.w.size());
-    auto db = make_device_buffer<float>(queue, in.bias.size());
-    copy_to_device(queue, std::span<const bf16>(in.x), dx);
-    copy_to_device(queue, std::span<const bf16>(in.w), dw);
-    copy_to_device(queue, std::span<const float>(in.bias), db);
+    const auto dx = to_device(queue, in.x), dw = to_device(queue, in.w);
+    const auto db = to_device(queue, in.bias);
     std::vector<Conv2dImpl> impls = {Conv2dImpl::kPortable};
     const bool cpu = host_simd(backend.id());
     if (cpu && conv2d_avx512_available()) impls.push_back(Conv2dImpl::kAvx512);
