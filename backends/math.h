@@ -57,6 +57,25 @@ KAAS_INLINE_HD bool isfinite(float x) {
   return x - x == 0.0f;
 }
 
+// The index of the lowest set bit of x != 0 (a candidate mask's next candidate).
+KAAS_INLINE_HD int lowest_bit(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(static_cast<int>(x)) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+
+// A hint that p will be read or written soon (host code; nothing on a GPU, whose caches and
+// thread switches hide the latency).
+KAAS_INLINE_HD void prefetch_for_write(const void* p) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  (void)p;
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 // Integer division rounding up, for group counts and tiles.
 KAAS_INLINE_HD int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

@@ -21,6 +21,9 @@ using knn_rows::kKnnBlock;
 using knn_rows::order_key;
 using knn_rows::with_dims;
 
+// How many queries ahead the search fetches a query's output rows (CPU backends).
+constexpr int64_t kRowPrefetchAhead = 8;
+
 // ---------------------------------------------------------------------------------------------
 // Input check: the first non-finite point and the per-dimension bounds.
 
@@ -223,6 +226,14 @@ struct BinnedSearchKernel {
         // heap starts with a tight K-th distance (one toy event, D = 3, K = 16: 26.5 insertions
         // per query with the cell's first K-1, 17 with these; 1.27x).
         for (int64_t e : group_elements(ctx, queries)) {
+          // The output rows are in the input's order, the queries in the cells': the row of a
+          // query a few ahead is fetched while this one is searched (its first touch missed the
+          // cache: 19 % of this loop's samples on one toy event).
+          if (e + kRowPrefetchAhead < queries) {
+            const int64_t ahead = sorted_index[chunk + e + kRowPrefetchAhead];
+            math::prefetch_for_write(&distances(ahead, 0));
+            math::prefetch_for_write(&indices(ahead, 0));
+          }
           const HeapRow heap = heap_row(indices, distances, sorted_index[chunk + e], k);
           if (k == 1) continue;
           const Query q = load_query(grid, sorted_points, sorted_index, chunk + e);

@@ -47,11 +47,11 @@ KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64
   }
 }
 
-// Whether any distance of a block is <= bound (one vector compare on a CPU).
-KAAS_DEVICE inline bool any_within(const float* block, float bound) {
-  int hits = 0;
-  for (int j = 0; j < kKnnBlock; ++j) hits |= block[j] <= bound ? 1 : 0;
-  return hits != 0;
+// Bit j set where distance j of a block is <= bound (one vector compare on a CPU).
+KAAS_DEVICE inline uint32_t within_mask(const float* block, float bound) {
+  uint32_t mask = 0;
+  for (int j = 0; j < kKnnBlock; ++j) mask |= (block[j] <= bound ? 1u : 0u) << j;
+  return mask;
 }
 
 // (distance, index) order: the total order that makes results independent of visiting order.
@@ -272,8 +272,13 @@ struct SortedQuery {
     float block[kKnnBlock];
     for (int32_t c = first; c < last; c += kKnnBlock) {
       block_distances<kDims>(q.coords, q.points + c, q.stride, q.dims, block);
-      if (!any_within(block, worst)) continue;  // the common case once the heap is full
-      const int m = math::min<int32_t>(kKnnBlock, last - c);
+      // The block's candidates within the K-th distance, the query itself and the slots past
+      // `last` left out: the loops below visit these alone (most blocks have none or one).
+      uint32_t mask = within_mask(block, worst);
+      if (mask == 0) continue;  // the common case once the heap is full
+      if (last - c < kKnnBlock) mask &= (1u << (last - c)) - 1u;
+      const uint32_t self = uint32_t(q.position - c);
+      if (self < uint32_t(kKnnBlock)) mask &= ~(1u << self);
       if (heap.sorted() && heap.size >= kMergeRowMin) {
         // Long sorted rows: the block's candidates that beat the worst, sorted by their keys
         // (which hold distance and index), then one merge (several at once) or insertions
@@ -281,10 +286,9 @@ struct SortedQuery {
         uint64_t nk[kKnnBlock];
         const uint64_t worst_key = order_key(worst, worst_index);
         int n = 0;
-        for (int t = 0; t < m; ++t) {
-          const float dd = block[t];
-          if (dd > worst || c + t == q.position) continue;
-          const uint64_t key = order_key(dd, q.index[c + t]);
+        for (; mask != 0; mask &= mask - 1) {
+          const int t = math::lowest_bit(mask);
+          const uint64_t key = order_key(block[t], q.index[c + t]);
           if (key > worst_key) continue;
           int pos = n++;
           for (; pos > 0 && nk[pos - 1] > key; --pos) nk[pos] = nk[pos - 1];
@@ -302,9 +306,10 @@ struct SortedQuery {
         worst_index = heap.worst_i();
         continue;
       }
-      for (int t = 0; t < m; ++t) {
+      for (; mask != 0; mask &= mask - 1) {
+        const int t = math::lowest_bit(mask);
         const float dd = block[t];
-        if (dd > worst || c + t == q.position) continue;
+        if (dd > worst) continue;
         const int32_t j = q.index[c + t];
         if (order_key(dd, j) > order_key(worst, worst_index)) continue;
         heap.replace_worst(dd, j);
