@@ -49,6 +49,7 @@ KAAS_DEVICE inline void block_distances(const float* q, const float* base, int64
 
 // Bit j set where distance j of a block is <= bound (one vector compare on a CPU).
 KAAS_DEVICE inline uint32_t within_mask(const float* block, float bound) {
+  static_assert(kKnnBlock <= 32, "a block's candidates are one bit each of a 32-bit mask");
   uint32_t mask = 0;
   for (int j = 0; j < kKnnBlock; ++j) mask |= (block[j] <= bound ? 1u : 0u) << j;
   return mask;
