@@ -24,7 +24,8 @@
 # --cpu-only runs steps 2-7 on the CPU backends (CUDA off) with small benchmark sizes: the
 # script's logic on a machine without a GPU (the test command runs it so, with clang).
 # --exclude-tests REGEX leaves the ctest tests it matches out of step 4 (ctest -E).
-# --unity-tests compiles the test programs in unity batches (the library sources still alone).
+# --unity compiles in unity batches of 16 sources (the test command's configurations; a plain
+# build, as on a GPU node, compiles each source alone).
 # Exit status: 0 all checks passed, 1 a check failed, 2 usage or build error, 3 no GPU.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -35,7 +36,7 @@ build=build/gpu-check
 results=bench/results
 seconds=1
 exclude_tests=""
-unity_tests=OFF
+unity=OFF
 while (($#)); do
   case "$1" in
     --cpu-only) cpu_only=1 ;;
@@ -43,7 +44,7 @@ while (($#)); do
     --results-dir) results="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
     --exclude-tests) exclude_tests="$2"; shift ;;
-    --unity-tests) unity_tests=ON ;;
+    --unity) unity=ON ;;
     -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -126,7 +127,8 @@ werror=OFF
 if ! cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKAAS_WERROR=$werror \
        "${gpu_args[@]}" "${hidden[@]}" -DKAAS_BUILD_MODELS=OFF \
        -DKAAS_GTEST_SOURCE_DIR="$KAAS_ROOT/$deps/googletest" \
-       -DKAAS_CLI11_INCLUDE_DIR="$KAAS_ROOT/$deps/cli11" -DKAAS_UNITY_TESTS=$unity_tests \
+       -DKAAS_CLI11_INCLUDE_DIR="$KAAS_ROOT/$deps/cli11" \
+       -DCMAKE_UNITY_BUILD=$unity -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
        > "$work/configure.log" 2>&1 ||
    ! cmake --build "$build" -j "$jobs" > "$work/build.log" 2>&1; then
   tail -40 "$work/configure.log" "$work/build.log" 2> /dev/null

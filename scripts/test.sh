@@ -30,7 +30,7 @@
 # a property once where it does not depend on the backend, on the worst cases rather than a large
 # random sample; poll for a condition instead of sleeping; give the sanitizers only the code
 # they add something to; keep GPU translation units small; keep names distinct across a target's
-# sources (configurations 1, 2 and 4 are unity builds) (bench/results/test-command-cpu.md).
+# sources (every configuration is a unity build) (bench/results/test-command-cpu.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KAAS_ROOT"
@@ -148,10 +148,10 @@ finish_background() {
 }
 
 # Unity builds (CMake batches 16 sources of a target into one translation unit, so shared headers
-# are parsed once; cmake/KaasBackends.cmake does the same for nvcc and hipcc): configurations 1, 2
-# and 4 compile in about two thirds of the CPU time (bench/results/test-command-cpu.md).
-# Configuration 3 compiles each library source alone, which keeps each file's own includes honest;
-# its test programs come in unity batches too (KAAS_UNITY_TESTS: 250 -> 204 CPU-s of its build).
+# are parsed once; cmake/KaasBackends.cmake does the same for nvcc and hipcc): every configuration
+# compiles in about two thirds of the CPU time (bench/results/test-command-cpu.md; configuration 3:
+# 270 -> 210 CPU-s with its libraries batched too). Each source compiling alone -- its own
+# includes complete -- is left to the plain build (scripts/run.sh, the README's cmake line).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 
 # ASan compiles at -O1 with line tables only (-g1), as its documentation advises: stack traces
@@ -270,7 +270,7 @@ fi
 # backend-independent kernel tests; the serial instance and the per-tier runs repeat kernel
 # sources that step 1 ran (serial: the same bodies one group at a time).
 CXX=clang++ bash scripts/gpu_check.sh --cpu-only --build-dir build/test-kernels \
-  --results-dir build/test-kernels --seconds 0.2 --unity-tests \
+  --results-dir build/test-kernels --seconds 0.2 --unity \
   --exclude-tests '^(test_kernels\.serial|kernel_tiers\..*)$'
 /usr/bin/python3 tests/package/test_kernels_only.py --build-dir build/test-kernels \
   --source-dir "$KAAS_ROOT" --work-dir "$package_work/kernels-only"
