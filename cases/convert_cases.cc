@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cases/guarded.h"
+#include "cases/uniform.h"
 #include "kaas/kernels/convert.h"
 
 namespace kaas::cases {
@@ -46,7 +47,6 @@ fp16 reference_fp16(float x) {
 
 std::vector<float> convert_inputs(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
   std::uniform_int_distribution<int> exponent(-30, 20);  // fp16 subnormals .. beyond its max
   std::uniform_int_distribution<int> pick(0, 15);
   std::uniform_int_distribution<uint32_t> bits16(0, 0xffff);
@@ -76,7 +76,7 @@ std::vector<float> convert_inputs(int64_t n, uint32_t seed) {
       x[i] = math::bits_float(math::float_bits(h) | (kind == 4 ? 0x1000u : 0x0fffu));
     } else {
       const float sign = (kind & 1) ? -1.0f : 1.0f;
-      x[i] = sign * std::ldexp(mantissa(rng), exponent(rng));
+      x[i] = sign * std::ldexp(uniform_float(rng, 1.0f, 2.0f), exponent(rng));
     }
   }
   return x;

@@ -8,6 +8,7 @@
 
 #include "cases/guarded.h"
 #include "cases/reference.h"
+#include "cases/uniform.h"
 #include "kaas/common/error.h"
 
 namespace kaas::cases {
@@ -19,7 +20,7 @@ PointSet make_points(PointShape shape, int64_t dims, const std::vector<int64_t>&
   set.dims = dims;
   for (int64_t n : event_sizes) {
     std::vector<float> centre(static_cast<size_t>(dims));
-    for (auto& c : centre) c = std::uniform_real_distribution<float>(-5, 5)(rng);
+    for (auto& c : centre) c = uniform_float(rng, -5.0f, 5.0f);
     for (int64_t p = 0; p < n; ++p) {
       const int64_t copy_of = int64_t(rng() % 4);  // duplicates: mostly copies of earlier points
       const bool duplicate = shape == PointShape::kDuplicates && p > 0 && copy_of != 0;
@@ -36,7 +37,7 @@ PointSet make_points(PointShape shape, int64_t dims, const std::vector<int64_t>&
                           : float(std::uniform_int_distribution<int>(-50, 50)(rng));
             break;
           case PointShape::kUniform:
-            x = std::uniform_real_distribution<float>(-1, 1)(rng);
+            x = uniform_float(rng, -1.0f, 1.0f);
             break;
           case PointShape::kClustered:
             x = centre[size_t(d)] +
@@ -53,11 +54,10 @@ PointSet make_points(PointShape shape, int64_t dims, const std::vector<int64_t>&
 
 PointSet uniform_points(int64_t n, int64_t dims, int64_t events) {
   std::mt19937 rng(12345u + uint32_t(n + dims));
-  std::uniform_real_distribution<float> dist(0.0f, 1.0f);
   PointSet set;
   set.dims = dims;
   set.coords.resize(size_t(n * dims));
-  for (auto& x : set.coords) x = dist(rng);
+  for (auto& x : set.coords) x = uniform_float(rng, 0.0f, 1.0f);
   set.splits.clear();
   for (int64_t e = 0; e <= events; ++e) set.splits.push_back(n * e / events);
   return set;

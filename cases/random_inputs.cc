@@ -1,14 +1,14 @@
 #include <random>
 
 #include "cases/reference.h"
+#include "cases/uniform.h"
 
 namespace kaas::cases {
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
+  for (auto& x : v) x = uniform_float(rng, lo, hi);
   return v;
 }
 

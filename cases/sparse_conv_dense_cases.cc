@@ -6,6 +6,7 @@
 
 #include "cases/guarded.h"
 #include "cases/reference.h"
+#include "cases/uniform.h"
 #include "kaas/kernels/scan.h"
 #include "kaas/kernels/sparse_conv_dense.h"
 
@@ -25,9 +26,8 @@ Inputs make_inputs(const SparseConvDenseCase& c) {
   in.x.assign(size_t(c.patches * c.height * c.width), 0.0f);
   std::mt19937 rng(seed);
   std::bernoulli_distribution charged(c.occupancy);
-  std::uniform_real_distribution<float> value(0.1f, 15.0f);  // the network's scaled ADC range
   for (float& v : in.x)
-    if (charged(rng)) v = value(rng);
+    if (charged(rng)) v = uniform_float(rng, 0.1f, 15.0f);  // the network's scaled ADC range
   in.conv_w = random_floats(size_t(c.conv_channels * c.kernel * c.kernel), seed + 1, -0.3f, 0.3f);
   in.conv_b = random_floats(size_t(c.conv_channels), seed + 2, -0.2f, 0.2f);
   const float scale = 1.0f / std::sqrt(float(k));

@@ -3,13 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
 
 #include "cases/registry.h"
+#include "cases/uniform.h"
 #include "tests/support/kernel_cases.h"
 
 #ifndef KAAS_SOURCE_DIR
@@ -74,6 +78,34 @@ TEST(KernelCases, FirstCasesAreSmall) {
     EXPECT_LE(list.front().reference_ops, kEmulatorCaseReferenceBudget) << list.front().name;
     EXPECT_LE(list.front().bytes, 4 * kEmulatorCaseBytesBudget) << list.front().name;
   }
+}
+
+// The cases' inputs (and the digests made from them) are std::uniform_real_distribution<float>'s
+// values with libstdc++: uniform_float spells them out without its per-draw logl. A draw just
+// below 2^32 rounds to 1 and is pulled below it, as the library does.
+TEST(KernelCases, UniformFloatsAreTheStandardDistributionsValues) {
+  const float ranges[][2] = {{-1.0f, 1.0f}, {0.1f, 15.0f}, {1.0f, 2.0f}, {-1e-3f, 2e-3f}};
+  for (const auto& range : ranges) {
+    for (uint32_t seed : {0u, 7u, 12345u}) {
+      std::mt19937 standard_rng(seed), spelled_rng(seed);
+      std::uniform_real_distribution<float> standard(range[0], range[1]);
+      for (int i = 0; i < 20000; ++i) {
+        const float expected = standard(standard_rng);
+        const float got = cases::uniform_float(spelled_rng, range[0], range[1]);
+        ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(expected))
+            << "seed " << seed << " draw " << i << " range [" << range[0] << ", " << range[1]
+            << ")";
+      }
+    }
+  }
+  // Draw 35 of seed 508205 is at least 2^32 - 128: it rounds to 1, and both give 1 - 2^-24.
+  std::mt19937 probe(508205u);
+  probe.discard(35);
+  std::mt19937 standard_rng = probe, spelled_rng = probe;
+  ASSERT_GE(probe(), 0xffffff80u);
+  const float expected = std::uniform_real_distribution<float>(0.0f, 1.0f)(standard_rng);
+  EXPECT_EQ(expected, std::nextafter(1.0f, 0.0f));
+  EXPECT_EQ(cases::uniform_float(spelled_rng, 0.0f, 1.0f), expected);
 }
 
 }  // namespace
