@@ -307,11 +307,6 @@ std::string conv_no_skip(const ConvCall<T>&) {
   return {};
 }
 
-std::string conv_simd_backend(const Queue& queue, bool compiled) {
-  if (!compiled) return "not compiled into this build (not x86-64)";
-  return needs_host_simd(queue);
-}
-
 // The fast paths run on the calling thread (CPU backends launch synchronously, so the queue's
 // order holds); the 16-bit paths take the weights widened to fp32 (exact).
 template <class T>
@@ -374,7 +369,7 @@ ImplTable<Conv2dImpl, ConvCall<T>> conv_table() {
       list.push_back({Conv2dImpl::kAvx512Bf16, "avx512_bf16", IsaTier::kAvx512Bf16,
                       "vdpbf16ps tap pairs",
                       [](const Queue& q) {
-                        return conv_simd_backend(q, simd::conv2d_nhwc_avx512_bf16_compiled());
+                        return compiled_host_simd(q, simd::conv2d_nhwc_avx512_bf16_compiled());
                       },
                       bf16_pairs_unfit,
                       [](const ConvCall<T>&) {
@@ -385,13 +380,13 @@ ImplTable<Conv2dImpl, ConvCall<T>> conv_table() {
     list.push_back(
         {Conv2dImpl::kAvx512, "avx512", IsaTier::kAvx512,
          std::is_same_v<T, float> ? "fp32 direct" : "fp32 direct of widened values",
-         [](const Queue& q) { return conv_simd_backend(q, simd::conv2d_nhwc_avx512_compiled()); },
+         [](const Queue& q) { return compiled_host_simd(q, simd::conv2d_nhwc_avx512_compiled()); },
          direct_unfit<T>, few_channels<T>,
          [](const ConvCall<T>& c) { run_direct(c, simd::conv2d_nhwc_avx512); }});
     if constexpr (std::is_same_v<T, float>) {
       list.push_back(
           {Conv2dImpl::kAvx2, "avx2", IsaTier::kAvx2, "fp32 direct",
-           [](const Queue& q) { return conv_simd_backend(q, simd::conv2d_nhwc_avx2_compiled()); },
+           [](const Queue& q) { return compiled_host_simd(q, simd::conv2d_nhwc_avx2_compiled()); },
            direct_unfit<T>, few_channels<T>,
            [](const ConvCall<T>& c) { run_direct(c, simd::conv2d_nhwc_avx2); }});
     }

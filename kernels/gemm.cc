@@ -276,11 +276,6 @@ std::string no_skip(const GemmCall&) {
   return {};
 }
 
-std::string simd_backend(const Queue& queue, bool compiled) {
-  if (!compiled) return "not compiled into this build (not x86-64)";
-  return needs_host_simd(queue);
-}
-
 constexpr std::string_view kFp32Chain = "fp32 chain";  // one FMA chain per element, K in order
 
 // Preference order (measured, bench/results): the AVX-512 tiles beat Debian's OpenBLAS, which
@@ -288,7 +283,7 @@ constexpr std::string_view kFp32Chain = "fp32 chain";  // one FMA chain per elem
 // follow M and the thread count, so rows_independent calls pass it over.
 const ImplRow<GemmImpl, GemmCall> kFp32Rows[] = {
     {GemmImpl::kAvx512, "avx512", IsaTier::kAvx512, kFp32Chain,
-     [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::gemm_avx512_compiled()); },
      [](const GemmCall& c) { return tiles_unfit(c.ops.op_a, c.ops.op_b, c.y, 16); }, no_skip,
      [](const GemmCall& c) { gemm_cpu_simd(*c.queue, GemmImpl::kAvx512, c.ops, c.y, *c.params); }},
     {GemmImpl::kVendor, "vendor", IsaTier::kPortable, "vendor BLAS (follows M and threads)",
@@ -307,7 +302,7 @@ const ImplRow<GemmImpl, GemmCall> kFp32Rows[] = {
      },
      [](const GemmCall& c) { gemm_vendor(*c.queue, c.ops, c.y, *c.params); }},
     {GemmImpl::kAvx2, "avx2", IsaTier::kAvx2, kFp32Chain,
-     [](const Queue& q) { return simd_backend(q, simd::gemm_avx2_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::gemm_avx2_compiled()); },
      [](const GemmCall& c) { return tiles_unfit(c.ops.op_a, c.ops.op_b, c.y, 8); }, no_skip,
      [](const GemmCall& c) { gemm_cpu_simd(*c.queue, GemmImpl::kAvx2, c.ops, c.y, *c.params); }},
     {GemmImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
@@ -469,13 +464,14 @@ ImplTable<GemmImpl, ReducedCall<T, TY>> reduced_table() {
   using Row = ImplRow<GemmImpl, Call>;
   static const std::vector<Row> rows = [] {
     std::vector<Row> list;
-    list.push_back({GemmImpl::kAvx512, "avx512", IsaTier::kAvx512, "fp32 chain of widened values",
-                    [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_compiled()); },
-                    widened_unfit<T, TY>, reduced_no_skip<T, TY>, run_widened<T, TY>});
+    list.push_back(
+        {GemmImpl::kAvx512, "avx512", IsaTier::kAvx512, "fp32 chain of widened values",
+         [](const Queue& q) { return compiled_host_simd(q, simd::gemm_avx512_compiled()); },
+         widened_unfit<T, TY>, reduced_no_skip<T, TY>, run_widened<T, TY>});
     if constexpr (std::is_same_v<T, bf16>) {  // vdpbf16ps: bf16 only
       list.push_back(
           {GemmImpl::kAvx512Bf16, "avx512_bf16", IsaTier::kAvx512Bf16, "vdpbf16ps pairs",
-           [](const Queue& q) { return simd_backend(q, simd::gemm_avx512_bf16_compiled()); },
+           [](const Queue& q) { return compiled_host_simd(q, simd::gemm_avx512_bf16_compiled()); },
            pairs_unfit<T, TY>, reduced_no_skip<T, TY>, run_pairs<T, TY>});
     }
     list.push_back({GemmImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,

@@ -11,6 +11,11 @@ std::string needs_host_simd(const Queue& queue) {
          " runs no host SIMD code (serial, openmp and tbb do)";
 }
 
+std::string compiled_host_simd(const Queue& queue, bool compiled) {
+  if (!compiled) return "not compiled into this build (not x86-64, or KAAS_CPU_SIMD_PATHS=OFF)";
+  return needs_host_simd(queue);
+}
+
 std::string row_unavailable(const ImplRowInfo& row, const Queue& queue) {
   std::string why = isa_tier_unavailable(row.tier);
   if (why.empty()) why = row.backend_unfit(queue);

@@ -45,6 +45,9 @@ inline std::string any_backend(const Queue&) {
   return {};
 }
 std::string needs_host_simd(const Queue& queue);  // serial, openmp, tbb (backend traits)
+// A hand-written SIMD path: `compiled` (its file built with its instruction set) and a host
+// SIMD backend.
+std::string compiled_host_simd(const Queue& queue, bool compiled);
 template <class Call>
 std::string always_fits(const Call&) {
   return {};

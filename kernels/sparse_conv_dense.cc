@@ -183,11 +183,6 @@ struct Dense1Call {
   LaunchConfig config;
 };
 
-std::string sparse_simd_backend(const Queue& queue, bool compiled) {
-  if (!compiled) return "not compiled into this build (not x86-64)";
-  return needs_host_simd(queue);
-}
-
 std::string config_unfit(const LaunchConfig& config) {
   return config.groups == 0 && config.group_size == 0
              ? std::string()
@@ -286,11 +281,11 @@ void run_dense1_simd(const Dense1Call& c, bool avx512) {
 // fused multiply-adds (one bit class); the portable kernels are the oracle.
 const ImplRow<SparseImpl, DeltaCall> kDeltaRows[] = {
     {SparseImpl::kAvx512, "avx512", IsaTier::kAvx512, "fma chain",
-     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx512_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::sparse_dense1_avx512_compiled()); },
      [](const DeltaCall& c) { return delta_unfit(c, 16); }, sparse_no_skip<DeltaCall>,
      [](const DeltaCall& c) { run_delta_simd(c, true); }},
     {SparseImpl::kAvx2, "avx2", IsaTier::kAvx2, "fma chain",
-     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx2_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::sparse_dense1_avx2_compiled()); },
      [](const DeltaCall& c) { return delta_unfit(c, 8); }, sparse_no_skip<DeltaCall>,
      [](const DeltaCall& c) { run_delta_simd(c, false); }},
     {SparseImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,
@@ -302,11 +297,11 @@ const ImplRow<SparseImpl, DeltaCall> kDeltaRows[] = {
 };
 const ImplRow<SparseImpl, Dense1Call> kDense1Rows[] = {
     {SparseImpl::kAvx512, "avx512", IsaTier::kAvx512, "fma chain",
-     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx512_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::sparse_dense1_avx512_compiled()); },
      [](const Dense1Call& c) { return dense1_unfit(c, 64); }, sparse_no_skip<Dense1Call>,
      [](const Dense1Call& c) { run_dense1_simd(c, true); }},
     {SparseImpl::kAvx2, "avx2", IsaTier::kAvx2, "fma chain",
-     [](const Queue& q) { return sparse_simd_backend(q, simd::sparse_dense1_avx2_compiled()); },
+     [](const Queue& q) { return compiled_host_simd(q, simd::sparse_dense1_avx2_compiled()); },
      [](const Dense1Call& c) { return dense1_unfit(c, 32); }, sparse_no_skip<Dense1Call>,
      [](const Dense1Call& c) { run_dense1_simd(c, false); }},
     {SparseImpl::kPortable, "portable", IsaTier::kPortable, "portable", any_backend,

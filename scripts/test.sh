@@ -17,8 +17,10 @@
 #      file), its install consumed by examples/consumer_kernels; and gpu_check.sh without a GPU
 #      must refuse
 #   4. g++ with ThreadSanitizer, serial + gpu_emu (libgomp is not instrumented): only the server,
-#      the client and their tests are built and run (ctest label tsan); the serial kernel bodies
-#      and SIMD paths, single-threaded arithmetic, are left uninstrumented
+#      the client and their tests are built and run (ctest label tsan); the serial kernel bodies,
+#      single-threaded arithmetic, are left uninstrumented and the x86 SIMD paths out of the build
+#      (KAAS_CPU_SIMD_PATHS=OFF: 23 -> 3 CPU-s), so step 1's tools serve as references capped to
+#      the portable tier (KAAS_MAX_CPU_ISA=portable)
 # Configurations 2 and 4 compile in the background at the lowest priority from the start of
 # step 1's tests, in the core time the tests leave idle; each step waits for its own build.
 # In CI (CI=true) a missing nvcc or hipcc, or a missing package of any component, is an error
@@ -186,7 +188,8 @@ build_tsan() {
     "${unity[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$tsan_flags" \
     -DKAAS_TSAN=ON -DKAAS_ENABLE_OPENMP=OFF -DKAAS_ENABLE_CUDA=OFF -DKAAS_ENABLE_HIP=OFF \
-    -DKAAS_BUILD_BENCH=OFF -DKAAS_WERROR=ON -DKAAS_TEST_TOOLS_DIR="$PWD/build/test-gcc/tools"
+    -DKAAS_BUILD_BENCH=OFF -DKAAS_CPU_SIMD_PATHS=OFF -DKAAS_WERROR=ON \
+    -DKAAS_TEST_TOOLS_DIR="$PWD/build/test-gcc/tools"
   # The repository writer and kaas-infer are the tests' fixtures: step 1's (KAAS_TEST_TOOLS_DIR).
   cmake --build build/test-tsan -j "$jobs" --target kaas-server test_client test_gpu_emu_backend
 }
@@ -278,7 +281,10 @@ CXX=clang++ bash scripts/gpu_check.sh --cpu-only --build-dir build/test-kernels 
 step "4/4 g++ ThreadSanitizer: server, scheduler, client (serial + gpu_emu)"
 finish_background tsan
 # Suppressions: only what is proven to lie outside kaas (each with its reason in the file).
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$KAAS_ROOT/scripts/tsan.supp" \
+# The server without SIMD paths runs the portable rows: step 1's kaas-infer, the tests'
+# in-process reference, is capped to them.
+KAAS_MAX_CPU_ISA=portable \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$KAAS_ROOT/scripts/tsan.supp" \
   run_ctest tsan --test-dir build/test-tsan -j "$jobs" --output-on-failure -L tsan
 
 end_step

@@ -21,7 +21,7 @@
 #include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
 namespace kaas::simd {
@@ -341,7 +341,7 @@ void conv2d_nhwc_avx2(const Conv2dNhwcArgs& a) {
 
 }  // namespace kaas::simd
 
-#else  // built without AVX2/FMA (not x86-64): the fast path is never selected
+#else  // built without AVX2/FMA (not x86-64, or KAAS_CPU_SIMD_PATHS=OFF): never selected
 
 namespace kaas::simd {
 

@@ -19,8 +19,8 @@
 #include "kaas/backends/cpu/host_team.h"
 #include "kaas/common/error.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512DQ__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512VL__) && defined(__AVX512DQ__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -453,7 +453,7 @@ void conv2d_nhwc_avx512(const Conv2dNhwcArgs& a) {
 
 }  // namespace kaas::simd
 
-#else  // built without AVX-512 (not x86-64): this variant is never selected
+#else  // built without AVX-512 (not x86-64, or KAAS_CPU_SIMD_PATHS=OFF): never selected
 
 namespace kaas::simd {
 

@@ -19,7 +19,8 @@
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/conv2d_simd.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512BF16__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX512F__) && defined(__AVX512BW__) && \
+    defined(__AVX512BF16__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -325,7 +326,7 @@ void conv2d_nhwc_avx512_bf16(const Conv2dNhwcArgs& a) {
 
 }  // namespace kaas::simd
 
-#else  // built without AVX512-BF16 (not x86-64): this variant is never selected
+#else  // built without AVX512-BF16 (not x86-64, or KAAS_CPU_SIMD_PATHS=OFF): never selected
 
 namespace kaas::simd {
 

@@ -6,7 +6,7 @@
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include "kaas/kernels/cpu/gemm_simd_tiles.h"

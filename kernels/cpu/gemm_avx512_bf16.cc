@@ -14,7 +14,8 @@
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/gemm_simd.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
+    defined(__FMA__)
 #include <immintrin.h>
 
 #include "kaas/kernels/cpu/avx512_activation.h"

@@ -4,7 +4,7 @@
 #include "kaas/common/error.h"
 #include "kaas/kernels/cpu/sparse_dense_simd.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if !defined(KAAS_NO_CPU_SIMD_PATHS) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
 #include "kaas/kernels/cpu/sparse_dense_tiles.h"
