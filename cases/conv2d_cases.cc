@@ -77,6 +77,10 @@ KAAS_REFERENCE_LOOP void conv_reference_loops(const ConvCase& c, const Conv2dSha
                                               double* y, double* magnitude) {
   const Layout L = c.params.layout;
   const int64_t g = c.params.groups, cin_g = c.in_channels / g, cout_g = c.out_channels / g;
+  // x's strides (conv_offset's arithmetic, hoisted out of the innermost loop).
+  const bool nchw = L == Layout::kNCHW;
+  const int64_t x_n = c.in_channels * s.in_h * s.in_w, x_c = nchw ? s.in_h * s.in_w : 1,
+                x_h = nchw ? s.in_w : s.in_w * c.in_channels, x_w = nchw ? 1 : c.in_channels;
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t co = 0; co < s.out_channels; ++co)
       for (int64_t oh = 0; oh < s.out_h; ++oh)
@@ -89,8 +93,7 @@ KAAS_REFERENCE_LOOP void conv_reference_loops(const ConvCase& c, const Conv2dSha
                 const int64_t ih = oh * c.params.stride_h - s.pad_top + kh * c.params.dilation_h;
                 const int64_t iw = ow * c.params.stride_w - s.pad_left + kw * c.params.dilation_w;
                 if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) continue;
-                const double a =
-                    x[conv_offset(L, c.in_channels, s.in_h, s.in_w, n, grp * cin_g + ci, ih, iw)];
+                const double a = x[n * x_n + (grp * cin_g + ci) * x_c + ih * x_h + iw * x_w];
                 const double b = w[((co * cin_g + ci) * c.kernel_h + kh) * c.kernel_w + kw];
                 sum += a * b;
                 mag += __builtin_fabs(a * b);  // std::abs would not inline here
