@@ -158,7 +158,8 @@ unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 
 # ASan compiles at -O1 with line tables only (-g1), as its documentation advises: stack traces
 # keep file and line, and a test file such as tests/kernels/test_gemm.cc compiles in 11.5 s
-# instead of 24.4 s (-O2 -g, measured here). TSan stays at -O2: at -O1 std::string's
+# instead of 24.4 s (-O2 -g, measured here); the server adapter and the models, whose ASan tests
+# are short, at -O0 (kaas_asan_at_o0() in CMakeLists.txt). TSan stays at -O2: at -O1 std::string's
 # out-of-line copies in our binaries serve libgrpc's own calls, and TSan reports gRPC's races on
 # gRPC's data (which scripts/tsan.supp leaves to the library) from our frames. Both keep line
 # tables only (-g1): reports name file and line, and the compile skips full debug info.
