@@ -18,5 +18,7 @@ if .venv/bin/python -c "import onnxruntime, numpy, tritonclient.grpc, tritonclie
   echo "python_env: .venv has ${requirements[*]}"
   exit 0
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check "${requirements[@]}"
+# --no-compile: Python compiles the modules it imports on first use, not all of them now
+# (scripts/train_venv.sh).
+.venv/bin/pip install --quiet --disable-pip-version-check --no-compile "${requirements[@]}"
 .venv/bin/python -c "import onnxruntime, numpy; print('python_env: onnxruntime', onnxruntime.__version__)"
