@@ -2,7 +2,7 @@
 // Uniform floats from std::mt19937, spelled out: the values std::uniform_real_distribution<float>
 // gives with libstdc++ (one 32-bit draw scaled by 2^-32, kept below 1, then lo + (hi - lo) u), so
 // the kernel cases' inputs and the digests made from them do not change. libstdc++ computes its
-// draw count with logl on every call; g++ folds that, clang++ calls it, and it was 60-70 % of the
+// draw count with logl on every call; g++ folds that, clang++ calls it, and it was 55-70 % of the
 // clang kernel tests' and kaas-self-check's time.
 
 #include <cmath>
