@@ -176,6 +176,29 @@ function(_kaas_device_translation_units out_var dir unity_name ext)
   set(${out_var} ${units} PARENT_SCOPE)
 endfunction()
 
+# nvcc's front end (cicc) runs once per virtual architecture. For a list of plain numbers
+# (the default 80;90) one PTX, the lowest architecture's, is compiled by ptxas into machine code
+# for each listed one and embedded for the driver to compile for newer GPUs: the kernels use
+# nothing above sm_80 (no __CUDA_ARCH__ test), and the kernels' unity batch compiles in 30 instead
+# of 45 CPU-s (bench/results/test-command-cpu.md). Any other list (native, 90a, all) is CMake's.
+function(_kaas_cuda_architectures objlib)
+  set(numbers ${KAAS_CUDA_ARCHITECTURES})
+  list(FILTER numbers INCLUDE REGEX "^[0-9]+$")
+  list(LENGTH numbers count)
+  list(LENGTH KAAS_CUDA_ARCHITECTURES all)
+  if(count EQUAL 0 OR NOT count EQUAL all)
+    set_target_properties(${objlib} PROPERTIES CUDA_ARCHITECTURES "${KAAS_CUDA_ARCHITECTURES}")
+    return()
+  endif()
+  list(SORT numbers COMPARE NATURAL)
+  list(GET numbers 0 lowest)
+  list(TRANSFORM numbers PREPEND "sm_")
+  string(JOIN "," machine_code ${numbers})
+  set_target_properties(${objlib} PROPERTIES CUDA_ARCHITECTURES OFF)
+  target_compile_options(${objlib} PRIVATE
+    "--generate-code=arch=compute_${lowest},code=[compute_${lowest},${machine_code}]")
+endfunction()
+
 # The host compiler's or nvcc's objects of one backend: an object library <target>_<backend>.
 function(_kaas_add_object_library target backend compiler)
   string(TOUPPER ${backend} upper)
@@ -187,7 +210,7 @@ function(_kaas_add_object_library target backend compiler)
     target_compile_options(${objlib} PRIVATE
       --expt-relaxed-constexpr -Xptxas=-v -Xcompiler=-Wall,-Wextra
       $<$<BOOL:${KAAS_WERROR}>:-Werror=all-warnings>)
-    set_target_properties(${objlib} PROPERTIES CUDA_ARCHITECTURES "${KAAS_CUDA_ARCHITECTURES}")
+    _kaas_cuda_architectures(${objlib})
   else()
     add_library(${objlib} OBJECT ${ARGN})
     if(KAAS_CPU_ARCH)
