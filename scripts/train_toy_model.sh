@@ -28,7 +28,9 @@ if [[ "${KAAS_TRAIN_SMOKE:-0}" == "1" ]]; then
   out="$build/trained-smoke"
   events=2
   val_fraction=0.5
-  geometry=(--wires 480 --ticks 3000)
+  # 8 muons and 2 showers per plane: the validation event's ~7,000 hits (32,500 with the
+  # generator's defaults) still hold every class; its inference was half of the smoke's CPU.
+  geometry=(--wires 480 --ticks 3000 --tracks 8 --showers 2)
   patch_args=(--events "$events" --per-class 150 --near-michel 50 "${geometry[@]}")
   train_args=(--epochs 1 --max-seconds 120)
 else
