@@ -225,13 +225,18 @@ smoke_pid=$!
 
 # kaas as a package: build/test-gcc installed to a temporary prefix, examples/consumer built
 # against it; then the Python module against the same install (pip install . into .venv, pytest).
+# As in ctest, the planner's fixed rules and no planner cache: the consumer and the Python tests
+# check the package, not the plans, and leave the user's cache alone (the measuring planner's
+# trials were 12 of their 27 CPU-s).
 cmake --install build/test-gcc --prefix "$package_work/prefix" > "$package_work/install.log" ||
   { cat "$package_work/install.log"; exit 1; }
-.venv/bin/python tests/package/test_consumer.py --prefix "$package_work/prefix" \
-  --source-dir "$KAAS_ROOT" --build-dir build/test-gcc --work-dir "$package_work/work"
+KAAS_PLANNER=fixed KAAS_PLANNER_CACHE=off .venv/bin/python tests/package/test_consumer.py \
+  --prefix "$package_work/prefix" --source-dir "$KAAS_ROOT" --build-dir build/test-gcc \
+  --work-dir "$package_work/work"
 CMAKE_PREFIX_PATH="$package_work/prefix" .venv/bin/pip install --quiet --no-build-isolation \
   --disable-pip-version-check .
-KAAS_PREFIX="$package_work/prefix" .venv/bin/python -m pytest -q tests/python
+KAAS_PLANNER=fixed KAAS_PLANNER_CACHE=off KAAS_PREFIX="$package_work/prefix" \
+  .venv/bin/python -m pytest -q tests/python
 # The module points at the temporary prefix, which goes when this script ends.
 .venv/bin/pip uninstall --quiet --yes kaas
 
