@@ -5,8 +5,6 @@
 // scale-out benchmark read. SIGINT or SIGTERM ends the run early, with the summary of the calls
 // made so far (the tests stop a load once their checks have what they need).
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +23,7 @@
 #include "kaas/backends/backend.h"
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
+#include "kaas/common/cli.h"
 #include "kaas/common/error.h"
 #include "kaas/models/npy.h"
 
@@ -106,7 +105,7 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
-void add_options(CLI::App& app, Args& a) {
+void add_options(kaas::cli::App& app, Args& a) {
   app.add_option("--servers", a.servers, "host:port[,host:port...] or dns:///name:port")
       ->required();
   app.add_option("--repository", a.repository,
@@ -118,22 +117,22 @@ void add_options(CLI::App& app, Args& a) {
                  "rows of the input from this .npy (FP32, the input's shape per row; cycled), "
                  "e.g. zero-suppressed patches that take the sparse plan (default: noise "
                  "everywhere)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--clients", a.clients, "concurrent callers")->check(CLI::Range(1, 1024));
-  app.add_option("--batch", a.batch, "patches per call")->check(CLI::Range(1, 4096));
-  app.add_option("--seconds", a.seconds, "duration")->check(CLI::Range(0.1, 3600.0));
+      ->check(kaas::cli::existing_file());
+  app.add_option("--clients", a.clients, "concurrent callers")->check(kaas::cli::range(1, 1024));
+  app.add_option("--batch", a.batch, "patches per call")->check(kaas::cli::range(1, 4096));
+  app.add_option("--seconds", a.seconds, "duration")->check(kaas::cli::range(0.1, 3600.0));
   app.add_option("--retries", a.retries, "retries per call (each may go to another server)")
-      ->check(CLI::Range(0, 100));
+      ->check(kaas::cli::range(0, 100));
   app.add_option("--backoff-ms", a.backoff_ms, "before the first retry")
-      ->check(CLI::Range(0, 60'000));
+      ->check(kaas::cli::range(0, 60'000));
   app.add_option("--probe-ms", a.probe_ms, "on the fallback: how often to ask the servers")
-      ->check(CLI::Range(1, 600'000));
+      ->check(kaas::cli::range(1, 600'000));
   app.add_option("--deadline-ms", a.deadline_ms, "per request (0: none)")
-      ->check(CLI::Range(0, 600'000));
+      ->check(kaas::cli::range(0, 600'000));
   app.add_option("--work-ms", a.work_ms,
                  "per event before its call: the client's other work, simulated by sleeping (a "
                  "client with a core of its own, as in the SONIC capacity model)")
-      ->check(CLI::Range(0.0, 600'000.0));
+      ->check(kaas::cli::range(0.0, 600'000.0));
   app.add_flag("--fallback", a.fallback, "run in process when every attempt failed");
   app.add_flag("!--no-check", a.check, "do not compare answers with in-process kaas");
 }
@@ -328,10 +327,10 @@ void print_summary(const Args& a, const Totals& totals, double elapsed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-client-load: concurrent RemoteClient calls against a set of servers"};
+  kaas::cli::App app{"kaas-client-load: concurrent RemoteClient calls against a set of servers"};
   Args a;
   add_options(app, a);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
 

@@ -11,8 +11,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -29,6 +27,7 @@
 #include <vector>
 
 #include "grpc_service.grpc.pb.h"
+#include "kaas/common/cli.h"
 
 namespace {
 
@@ -93,18 +92,19 @@ struct Options {
   std::vector<int> output_widths = {3, 1};
 };
 
-void add_options(CLI::App& app, Options& o) {
+void add_options(kaas::cli::App& app, Options& o) {
   app.add_option("--url", o.url, "gRPC host:port");
   app.add_option("--model", o.model, "model name");
   app.add_option("--input", o.input, "FP32 input name (shape [batch, 48, 48, 1])");
-  app.add_option("--batch", o.batch, "patches per request")->check(CLI::Range(1, 4096));
-  app.add_option("--clients", o.clients, "concurrent client threads")->check(CLI::Range(1, 1024));
+  app.add_option("--batch", o.batch, "patches per request")->check(kaas::cli::range(1, 4096));
+  app.add_option("--clients", o.clients, "concurrent client threads")
+      ->check(kaas::cli::range(1, 1024));
   app.add_option("--channels", o.channels, "gRPC channels (connections) shared by the clients")
-      ->check(CLI::Range(1, 256));
-  app.add_option("--seconds", o.seconds, "duration")->check(CLI::Range(0.1, 3600.0));
+      ->check(kaas::cli::range(1, 256));
+  app.add_option("--seconds", o.seconds, "duration")->check(kaas::cli::range(0.1, 3600.0));
   app.add_option("--shared-memory", o.shared_memory,
                  "none: tensors in the messages; system: input and outputs in POSIX shared memory")
-      ->check(CLI::IsMember({"none", "system"}));
+      ->check(kaas::cli::one_of({"none", "system"}));
   app.add_option("--output", o.outputs, "FP32 outputs read from shared memory")->expected(1, -1);
   app.add_option("--output-width", o.output_widths, "values per patch of each --output")
       ->expected(1, -1);
@@ -236,10 +236,10 @@ void print_summary(const Options& o, const std::vector<std::vector<double>>& lat
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-loadgen: gRPC ModelInfer load with N concurrent clients"};
+  kaas::cli::App app{"kaas-loadgen: gRPC ModelInfer load with N concurrent clients"};
   Options o;
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
 
   Stubs stubs = make_stubs(o);
   std::vector<float> patches(size_t(o.batch) * 48 * 48);

@@ -14,7 +14,6 @@
 // file); --save-weights DIR writes the weights, a batch of inputs and kaas's outputs as .npy for a
 // peer framework to run the same network on (bench/peers/torch_emtrk.py).
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +31,7 @@
 #include "kaas/backends/backend.h"
 #include "kaas/backends/buffer.h"
 #include "kaas/backends/half.h"
+#include "kaas/common/cli.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/conv_dense_heads.h"
 #include "kaas/kernels/convert.h"
@@ -419,23 +419,23 @@ void bench_knn(const Queue& queue, const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  kaas::cli::App app{
       "kaas-kernel-bench: EmTrkMichelId (fused conv-dense-heads) and kNN at the kernel level"};
   Options o;
   app.add_option("--backend", o.backend, "backend (serial, openmp, gpu_emu, cuda, hip, auto)");
   app.add_option("--batches", o.batches, "EmTrkMichelId batch sizes")->delimiter(',');
   app.add_option("--precisions", o.precisions, "fp32, bf16, fp16")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+      ->check(kaas::cli::one_of({"fp32", "bf16", "fp16"}));
   app.add_option("--knn-points", o.knn_points, "kNN point counts")->delimiter(',');
-  app.add_option("--only", o.only, "run only one part")->check(CLI::IsMember({"emtrk", "knn"}));
+  app.add_option("--only", o.only, "run only one part")->check(kaas::cli::one_of({"emtrk", "knn"}));
   app.add_option("--seconds", o.seconds, "time per measurement (at least 3 calls)");
   app.add_option("--weights", o.weights_dir,
                  "EmTrkMichelId weights as .npy (kaas-make-emtrk-model names)");
   app.add_option("--save-weights", o.save_dir,
                  "write the weights, the largest batch's inputs and kaas's fp32 outputs as .npy");
   app.add_option("--tsv", o.tsv, "write the measurements as tab-separated rows");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     const kaas::Backend& backend =
         o.backend == "auto" ? kaas::default_backend() : kaas::find_backend(o.backend);

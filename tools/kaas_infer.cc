@@ -2,14 +2,13 @@
 // output, with timing.
 //   kaas-infer --model m.onnx --backend openmp --input main_input=patches.npy --output-dir out
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "kaas/backends/backend.h"
+#include "kaas/common/cli.h"
 #include "kaas/common/error.h"
 #include "kaas/models/model_registry.h"
 #include "kaas/models/npy.h"
@@ -39,29 +38,29 @@ struct Args {
   bool list = false, describe = false;
 };
 
-void add_options(CLI::App& app, Args& args) {
+void add_options(kaas::cli::App& app, Args& args) {
   app.add_option("--model", args.model_path, "model.onnx to run");
   app.add_option("--backend", args.backend_name, "one of: " + kaas::backend_choices());
   app.add_option("--input", args.inputs, "NAME=file.npy, once per model input")->take_all();
   app.add_option("--output-dir", args.output_dir, "directory for one <output name>.npy per output");
   app.add_option("--batch", args.batch, "rows per execution (default: all rows at once)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+      ->check(kaas::cli::range(int64_t(1), int64_t(1) << 24));
   app.add_option("--repeat", args.repeat, "run the whole input this many times (timing)")
-      ->check(CLI::Range(1, 1000000));
+      ->check(kaas::cli::range(1, 1000000));
   app.add_option("--fused", args.fused, "auto, off or require: the fused conv-dense-heads plan")
-      ->check(CLI::IsMember({"auto", "off", "require"}));
+      ->check(kaas::cli::one_of({"auto", "off", "require"}));
   app.add_option("--precision", args.precision,
                  "fp32, bf16 or fp16: the heavy layers (the fused plan's conv and first dense "
                  "layer, else every large Conv and Gemm) on 16-bit weights and activations, fp32 "
                  "accumulation")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+      ->check(kaas::cli::one_of({"fp32", "bf16", "fp16"}));
   app.add_option("--sparse", args.sparse,
                  "auto, dense or sparse: the fused plan skipping the conv windows that see only "
                  "zeros (auto: per patch, from its occupancy and the model's timings in its plan "
                  "file)")
-      ->check(CLI::IsMember({"auto", "dense", "sparse"}));
+      ->check(kaas::cli::one_of({"auto", "dense", "sparse"}));
   app.add_option("--fused-slab-kib", args.slab_kib, "fused plan: conv slab budget on CPU backends")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+      ->check(kaas::cli::range(int64_t(1), int64_t(1) << 22));
   app.add_option("--plan-file", args.plan_file,
                  "the model's plan file: the decisions that change bits (the sparse plan's "
                  "timings, the 16-bit kernels), made once per model and read by every process "
@@ -182,10 +181,11 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-infer: run an ONNX model on a kaas backend with .npy inputs and outputs"};
+  kaas::cli::App app{
+      "kaas-infer: run an ONNX model on a kaas backend with .npy inputs and outputs"};
   Args args;
   add_options(app, args);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   if (args.list) return list_backends();
   if (args.model_path.empty()) {
     std::fprintf(stderr, "kaas-infer: --model is required (see --help)\n");

@@ -1,12 +1,12 @@
 // kaas-info: what this build of kaas contains and what it can run here.
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
 #include "kaas/backends/backend.h"
 #include "kaas/backends/cpu/cpu_features.h"
 #include "kaas/build_config.h"
+#include "kaas/common/cli.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/impl_table.h"
 #include "tools/self_check.h"
@@ -89,7 +89,8 @@ void print_impl_tables() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-info: compiled backends, their devices, and a self-check of every kernel"};
+  kaas::cli::App app{
+      "kaas-info: compiled backends, their devices, and a self-check of every kernel"};
   bool self_check = false;
   bool impl_tables = false;
   std::string backend;
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_flag("--impl-tables", impl_tables,
                "list every implementation table's rows and where each can run");
   app.add_option("--backend", backend, "restrict the self-check to one backend");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     if (!backend.empty()) (void)kaas::find_backend(backend);
     print_backends();

@@ -2,18 +2,19 @@
 // trained ones from --weights) into a Triton-layout model repository:
 // <repository>/<name>/config.pbtxt + <name>/1/model.onnx.
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include <random>
 
+#include "kaas/common/cli.h"
 #include "kaas/common/error.h"
 #include "kaas/models/emtrk_onnx_generator.h"
 #include "kaas/models/npy.h"
 #include "kaas/server_adapter/core/default_repository.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};
+  kaas::cli::App app{
+      "kaas-make-emtrk-model: generate the EmTrkMichelId ONNX model and its config.pbtxt"};
   std::string repository, name = "emtrkmichelid", style = "keras";
   uint32_t seed = kaas::models::EmTrkGeneratorOptions{}.seed;
   int max_batch_size = 1024;
@@ -22,22 +23,22 @@ int main(int argc, char** argv) {
   app.add_option("--style", style,
                  "keras (NHWC input, as in production), tf2onnx (the Keras graph as tf2onnx "
                  "writes it: Reshape, MatMul + Add) or pytorch (NCHW input)")
-      ->check(CLI::IsMember({"keras", "tf2onnx", "pytorch"}));
+      ->check(kaas::cli::one_of({"keras", "tf2onnx", "pytorch"}));
   app.add_option("--seed", seed, "weight generator seed");
   std::string weights_dir;
   app.add_option("--weights", weights_dir,
                  "trained weights: a directory of .npy files, one per initializer "
                  "(scripts/train_toy_model.py writes them)")
-      ->check(CLI::ExistingDirectory);
+      ->check(kaas::cli::existing_directory());
   app.add_option("--max-batch-size", max_batch_size, "max_batch_size in config.pbtxt")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(kaas::cli::range(1, 1 << 20));
   std::string example_path;
   int64_t example_count = 256;
   app.add_option("--example-patches", example_path,
                  "also write deterministic example patches (.npy, NHWC or NCHW per --style)");
   app.add_option("--example-count", example_count, "number of example patches")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  CLI11_PARSE(app, argc, argv);
+      ->check(kaas::cli::range(int64_t(1), int64_t(1) << 20));
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     kaas::models::EmTrkGeneratorOptions options;
     options.style = style == "keras"     ? kaas::models::EmTrkGraphStyle::kKeras

@@ -5,30 +5,29 @@
 //   michel_from_image  image + hits -> per-hit scores (the same CNN in 1/model.onnx)
 //   knn                the built-in kNN model (k = 16)
 
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 
+#include "kaas/common/cli.h"
 #include "kaas/server_adapter/core/default_repository.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-make-repository: generate the default kaas-server model repository"};
+  kaas::cli::App app{"kaas-make-repository: generate the default kaas-server model repository"};
   std::string repository;
   int max_batch_size = 1024;
   std::string target = "kaas";
   app.add_option("--repository", repository, "directory to write")->required();
   app.add_option("--max-batch-size", max_batch_size, "EmTrkMichelId max_batch_size")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(kaas::cli::range(1, 1 << 20));
   app.add_option("--for", target,
                  "kaas: for kaas-server; triton: for tritonserver with the kaas backend "
                  "(backend \"kaas\" everywhere, inputs and outputs written out)")
-      ->check(CLI::IsMember({"kaas", "triton"}));
+      ->check(kaas::cli::one_of({"kaas", "triton"}));
   std::string emtrk_weights;
   app.add_option("--emtrk-weights", emtrk_weights,
                  "trained EmTrkMichelId weights (.npy per initializer, as "
                  "scripts/train_toy_model.sh writes them); default: generated weights")
-      ->check(CLI::ExistingDirectory);
-  CLI11_PARSE(app, argc, argv);
+      ->check(kaas::cli::existing_directory());
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     kaas::server::write_default_repository(repository, max_batch_size,
                                            target == "triton"

@@ -8,8 +8,6 @@
 // backends or the server can be compared exactly; direct and remote are checked against each
 // other on every event.
 
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -24,6 +22,7 @@
 #include "kaas/backends/backend.h"
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
+#include "kaas/common/cli.h"
 
 namespace {
 
@@ -185,7 +184,7 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  kaas::cli::App app{
       "kaas-framework: EmTrkMichelId in a framework-style oneTBB event loop (streams, "
       "direct module, ExternalWork module on kaas-server)"};
   Args args;
@@ -193,13 +192,14 @@ int main(int argc, char** argv) {
   args.toy.ticks = 1000;
   args.toy.tracks_per_plane = 2;
   args.toy.showers_per_plane = 1;
-  app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
-  app.add_option("--streams", args.streams, "events processed at once")->check(CLI::Range(1, 256));
+  app.add_option("--events", args.events, "events")->check(kaas::cli::range(1, 1000000));
+  app.add_option("--streams", args.streams, "events processed at once")
+      ->check(kaas::cli::range(1, 256));
   app.add_option("--threads", args.threads, "the framework's arena (its only worker threads)")
-      ->check(CLI::Range(1, 1024));
+      ->check(kaas::cli::range(1, 1024));
   app.add_option("--modules", args.modules, "after hits: direct, remote or direct,remote")
       ->delimiter(',')
-      ->check(CLI::IsMember({"direct", "remote"}));
+      ->check(kaas::cli::one_of({"direct", "remote"}));
   app.add_option("--backend", args.backend,
                  "kernels of the hits and direct modules (" + backend_choices() + ")");
   app.add_option("--repository", args.repository, "model repository (direct module)");
@@ -207,10 +207,10 @@ int main(int argc, char** argv) {
   app.add_option("--model", args.model, "patch model name");
   app.add_option("--completion-threads", args.completion_threads,
                  "the remote connection's completion threads")
-      ->check(CLI::Range(1, 64));
+      ->check(kaas::cli::range(1, 64));
   add_toy_event_options(app, args.toy);
   app.add_flag("--quiet", args.quiet, "no per-event lines");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     return run(args);
   } catch (const std::exception& e) {

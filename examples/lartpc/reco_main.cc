@@ -7,7 +7,6 @@
 
 #include <sys/resource.h>
 #include <unistd.h>
-#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -30,6 +29,7 @@
 #include "kaas/backends/backend.h"
 #include "kaas/client/direct_client.h"
 #include "kaas/client/remote_client.h"
+#include "kaas/common/cli.h"
 
 namespace {
 
@@ -64,46 +64,46 @@ struct Args {
   ToyEventConfig toy;
 };
 
-void add_options(CLI::App& app, Args& args) {
+void add_options(kaas::cli::App& app, Args& args) {
   app.add_option("--mode", args.mode,
                  "direct (in process), remote (kaas-server) or both (checks "
                  "that they agree)")
-      ->check(CLI::IsMember({"direct", "remote", "both"}));
+      ->check(kaas::cli::one_of({"direct", "remote", "both"}));
   app.add_option("--server", args.server, "kaas-server gRPC address host:port");
   app.add_option("--send", args.send,
                  "image (planes + hits to michel_from_image), patches "
                  "(48x48 patches to emtrkmichelid), or both: image,patches")
       ->delimiter(',')
-      ->check(CLI::IsMember({"image", "patches"}));
-  app.add_option("--events", args.events, "events")->check(CLI::Range(1, 1000000));
+      ->check(kaas::cli::one_of({"image", "patches"}));
+  app.add_option("--events", args.events, "events")->check(kaas::cli::range(1, 1000000));
   app.add_option("--first-event", args.first_event, "number of the first event")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(kaas::cli::range(0, 1 << 30));
   app.add_option("--backend", args.backend,
                  "client backend (" + kaas::backend_choices() +
                      "): preprocessing, aggregation and the direct client");
   app.add_option("--async", args.async, "events in flight (1: one call at a time)")
-      ->check(CLI::Range(1, 64));
+      ->check(kaas::cli::range(1, 64));
   app.add_option("--repository", args.repository,
                  "model repository for the direct client (as kaas-server's)");
   app.add_option("--image-model", args.image_model, "image + hits model name");
   app.add_option("--patch-model", args.patch_model, "patch CNN model name");
   app.add_flag("--gzip", args.gzip, "compress requests");
   app.add_option("--retries", args.retries, "remote retries on UNAVAILABLE / DEADLINE_EXCEEDED")
-      ->check(CLI::Range(0, 100));
+      ->check(kaas::cli::range(0, 100));
   app.add_option("--deadline-ms", args.deadline_ms, "per-call deadline (0: none)")
-      ->check(CLI::Range(0, 86'400'000));
+      ->check(kaas::cli::range(0, 86'400'000));
   app.add_flag("--fallback", args.fallback,
                "after the retries, run on a direct client (needs --repository)");
   app.add_flag("--quiet", args.quiet, "no per-event lines");
   app.add_option("--cluster-gap", args.cluster_gap, "largest peak-tick gap inside a cluster")
-      ->check(CLI::Range(0.0f, 1e6f));
+      ->check(kaas::cli::range(0.0f, 1e6f));
   app.add_option("--michel-threshold", args.michel_threshold,
                  "Michel score above which a hit or cluster counts as Michel")
-      ->check(CLI::Range(0.0f, 1.0f));
+      ->check(kaas::cli::range(0.0f, 1.0f));
   app.add_option("--michel-radius", args.michel_radius_cm,
                  "also tag Michel hits by the mean Michel score of the hits within this many cm "
                  "on their plane (0: off)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(kaas::cli::range(0.0, 100.0));
   app.add_option("--choose-working-point", args.choose_working_point,
                  "choose the Michel working point on these (validation) events, the threshold "
                  "that maximizes efficiency x purity, and write it to this JSON file");
@@ -790,14 +790,14 @@ ChosenWorkingPoints read_working_point(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  kaas::cli::App app{
       "kaas-reco: toy LArTPC reconstruction with EmTrkMichelId, direct or via kaas-server"};
   Args args;
   add_options(app, args);
   // A site's settings in a file (TOML: `server = "h1:8001,h2:8001"`, `retries = 4`, ...);
   // options on the command line override it.
   app.set_config("--config", "", "TOML file with any of the options (long names, without --)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   const bool needs_repository = args.mode != "remote" || args.fallback;
   if (needs_repository && args.repository.empty()) {
     std::fprintf(stderr, "kaas-reco: --repository is needed for --mode %s%s\n", args.mode.c_str(),

@@ -1,23 +1,22 @@
 // kaas-toy-event: generates toy LArTPC events and prints what they hold (hits per plane and per
 // truth label), the input of the reconstruction demo.
 
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 
 #include "examples/lartpc/toy_event.h"
 #include "examples/lartpc/toy_options.h"
+#include "kaas/common/cli.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{
+  kaas::cli::App app{
       "kaas-toy-event: toy LArTPC events (muons, delta rays, Michel electrons, showers, noise, "
       "zero-suppressed signal)"};
   kaas::examples::ToyEventConfig config;
   int events = 1;
-  app.add_option("--events", events, "events to generate")->check(CLI::Range(1, 100000));
+  app.add_option("--events", events, "events to generate")->check(kaas::cli::range(1, 100000));
   kaas::examples::add_toy_event_options(app, config);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   for (int e = 0; e < events; ++e) {
     const auto start = std::chrono::steady_clock::now();
     const auto event = kaas::examples::make_toy_event(config, uint64_t(e));

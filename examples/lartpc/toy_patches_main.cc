@@ -13,7 +13,6 @@
 // Only fiducial hits are kept (their patch lies inside the plane).
 
 #include <unistd.h>
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
@@ -29,6 +28,7 @@
 #include "examples/lartpc/reco.h"
 #include "examples/lartpc/toy_options.h"
 #include "kaas/backends/backend.h"
+#include "kaas/common/cli.h"
 #include "kaas/models/npy.h"
 
 namespace {
@@ -130,24 +130,24 @@ struct Options {
   std::string out_dir, backend_name = "auto";
 };
 
-void add_options(CLI::App& app, Options& o) {
+void add_options(kaas::cli::App& app, Options& o) {
   app.add_option("--out", o.out_dir, "directory for the .npy files")->required();
-  app.add_option("--events", o.events, "events")->check(CLI::Range(1, 100000));
+  app.add_option("--events", o.events, "events")->check(kaas::cli::range(1, 100000));
   app.add_option("--first-event", o.first_event, "number of the first event")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(kaas::cli::range(0, 1 << 30));
   app.add_option("--per-class", o.per_class, "hits kept per truth label and event")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+      ->check(kaas::cli::range(int64_t(1), int64_t(1) << 24));
   app.add_option("--track-hits", o.track_hits,
                  "track hits kept per event (default --per-class; events hold about twice as "
                  "many track as EM hits)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+      ->check(kaas::cli::range(int64_t(1), int64_t(1) << 24));
   app.add_option("--sparse-em", o.sparse,
                  "also keep this many EM hits with few EM neighbours per event (delta rays, "
                  "shower tips: the Michel head's hard negatives)")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(kaas::cli::range(int64_t(0), int64_t(1) << 24));
   app.add_option("--near-michel", o.near,
                  "also keep this many other hits near Michel electrons per event")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
+      ->check(kaas::cli::range(int64_t(0), int64_t(1) << 24));
   app.add_option("--backend", o.backend_name, "backend for the patch extraction");
   kaas::examples::add_toy_event_options(app, o.toy);
 }
@@ -209,10 +209,10 @@ void write_labels(const std::filesystem::path& dir, const Labels& per_patch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
+  kaas::cli::App app{"kaas-toy-patches: EmTrkMichelId training patches and labels from toy events"};
   Options o;
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   try {
     const Queue queue(find_backend(o.backend_name));
     const PatchParams params;

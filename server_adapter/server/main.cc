@@ -4,8 +4,6 @@
 // it), then stop accepting, answer every accepted request, exit 0. SIGINT (a person at a
 // terminal): the same without the not-ready period. A second signal exits at once (status 1).
 
-#include <CLI/CLI.hpp>
-
 #include <sys/resource.h>
 
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <thread>
 
 #include "kaas/backends/backend.h"
+#include "kaas/common/cli.h"
 #include "kaas/server_adapter/server/log.h"
 #include "kaas/server_adapter/server/server.h"
 
@@ -40,40 +39,40 @@ struct CommandLine {
   double header_timeout = 10, body_timeout = 60, idle_timeout = 120;
 };
 
-void add_server_options(CLI::App& app, CommandLine& line) {
+void add_server_options(kaas::cli::App& app, CommandLine& line) {
   auto& options = line.options;
   app.add_option("--model-repository", options.model_repository, "Triton-layout model repository")
       ->required();
   app.add_option("--host", options.host, "address to listen on");
   app.add_option("--http-port", options.http_port, "REST port (0: any free port)")
-      ->check(CLI::Range(0, 65535));
+      ->check(kaas::cli::range(0, 65535));
   app.add_option("--grpc-port", options.grpc_port, "gRPC port (0: any free port)")
-      ->check(CLI::Range(0, 65535));
+      ->check(kaas::cli::range(0, 65535));
   app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics port (0: any)")
-      ->check(CLI::Range(0, 65535));
+      ->check(kaas::cli::range(0, 65535));
   app.add_option("--backend", options.backend, "one of: " + kaas::backend_choices());
   app.add_option("--threads", line.cpu_threads,
                  "OpenMP threads per model execution on the openmp backend (0: OpenMP's own, "
                  "OMP_NUM_THREADS or the cores)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
+      ->check(kaas::cli::range(0, 4096));
   app.add_option("--drain-seconds", line.drain_seconds,
                  "after SIGTERM: seconds to report not ready (grpc.health.v1 NOT_SERVING) "
                  "while still serving, so balancers and clients move away before it stops "
                  "(SIGINT stops without this period)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(kaas::cli::range(0.0, 3600.0));
   app.add_option("--max-request-bytes", options.max_request_bytes,
                  "largest inference request, its tensors' bytes: gRPC messages (after "
                  "decompression) and compressed REST bodies stop there; a model whose inputs all "
                  "have fixed shapes is limited to its max batch of them")
       ->capture_default_str()
-      ->check(CLI::Range(size_t(1) << 16, size_t(1) << 31));
+      ->check(kaas::cli::range(size_t(1) << 16, size_t(1) << 31));
   app.add_option("--max-response-bytes", options.max_response_bytes,
                  "largest reply a request may ask for (binary bytes, or REST JSON text at 24 "
                  "characters per element), refused before the model runs")
       ->capture_default_str()
-      ->check(CLI::Range(size_t(1) << 16, size_t(1) << 40));
+      ->check(kaas::cli::range(size_t(1) << 16, size_t(1) << 40));
   app.add_option("--allow-client-shm", options.client_shm.allowed,
                  "let clients register system and CUDA shared memory regions (true/false). Any "
                  "client that reaches the ports can then read and write any object this user can "
@@ -86,56 +85,56 @@ void add_server_options(CLI::App& app, CommandLine& line) {
   app.add_option("--log-verbose", line.log_verbose,
                  "1: also log what happens to single requests (drops before execution, why)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 2));
+      ->check(kaas::cli::range(0, 2));
   app.add_option("--model-control-mode", line.control,
                  "none (load all) or explicit (load/unload RPCs)")
-      ->check(CLI::IsMember({"none", "explicit"}));
+      ->check(kaas::cli::one_of({"none", "explicit"}));
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate: gRPC TLS and HTTPS");
   app.add_option("--tls-key", options.tls_key_file, "PEM private key for --tls-cert");
   app.add_option("--grpc-handler-threads", options.grpc_handler_threads,
                  "gRPC handler threads kept between calls (a call holds one until its answer is "
                  "sent; more calls at once get a thread created for the call)")
       ->capture_default_str()
-      ->check(CLI::Range(2, 4096));
+      ->check(kaas::cli::range(2, 4096));
   app.add_option("--grpc-reflection", options.grpc_reflection,
                  "serve gRPC server reflection (true/false; grpcurl): its requests are inflated by "
                  "gRPC whole, without kaas's bound on compressed messages")
       ->capture_default_str();
 }
 
-void add_http_options(CLI::App& app, CommandLine& line) {
+void add_http_options(kaas::cli::App& app, CommandLine& line) {
   auto& http = line.options.http;
   app.add_option("--http-threads", http.worker_threads,
                  "REST worker threads: requests executing at once (connections hold none)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(kaas::cli::range(1, 1024));
   app.add_option("--http-io-threads", http.io_threads, "REST I/O threads (all connections)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(kaas::cli::range(1, 64));
   app.add_option("--http-header-timeout", line.header_timeout,
                  "seconds from a request's first byte to its last header line (else 408)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(kaas::cli::range(0.01, 86400.0));
   app.add_option("--http-body-timeout", line.body_timeout,
                  "seconds a request body (or a reply) may pause (else 400, incomplete body)")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(kaas::cli::range(0.01, 86400.0));
   app.add_option("--http-idle-timeout", line.idle_timeout,
                  "seconds a keep-alive connection may wait for its next request")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 86400.0));
+      ->check(kaas::cli::range(0.01, 86400.0));
   app.add_option("--http-max-header-bytes", http.max_header_bytes,
                  "largest request line + headers (else 431)")
       ->capture_default_str()
-      ->check(CLI::Range(size_t(1024), size_t(1) << 24));
+      ->check(kaas::cli::range(size_t(1024), size_t(1) << 24));
   app.add_option("--http-max-body-bytes", http.max_body_bytes,
                  "largest request body, as received and after decompression (else 413 / 400)")
       ->capture_default_str()
-      ->check(CLI::Range(size_t(1024), size_t(1) << 32));
+      ->check(kaas::cli::range(size_t(1024), size_t(1) << 32));
   app.add_option("--http-max-connections", http.max_connections,
                  "open REST connections; more are closed at once")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(kaas::cli::range(1, 1 << 20));
 }
 
 void print_models(kaas::server::Server& server) {
@@ -191,11 +190,11 @@ int serve(const CommandLine& line, const sigset_t& signals) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kaas-server: KServe v2 / Triton-compatible inference server for kaas models"};
+  kaas::cli::App app{"kaas-server: KServe v2 / Triton-compatible inference server for kaas models"};
   CommandLine line;
   add_server_options(app, line);
   add_http_options(app, line);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = app.parse(argc, argv)) return *status;
   auto& options = line.options;
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     std::fprintf(stderr, "kaas-server: --tls-cert and --tls-key go together\n");
