@@ -19,7 +19,9 @@
 #include <Eigen/Dense>
 #endif
 
-namespace kaas::testing {
+// Its own namespace: helper names (Case, Shape, ...) that other kernel tests use for the
+// cases:: types stay apart in a unity build.
+namespace kaas::testing::gemm_test {
 namespace {
 
 class GemmTest : public ::testing::TestWithParam<const Backend*> {};
@@ -488,4 +490,4 @@ TEST_P(GemmTest, EveryCaseMatchesItsReference) {
 KAAS_INSTANTIATE_FOR_BACKENDS(GemmTest);
 
 }  // namespace
-}  // namespace kaas::testing
+}  // namespace kaas::testing::gemm_test

@@ -11,7 +11,9 @@
 #include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
-namespace kaas::testing {
+// Its own namespace: helper names (Case, Shape, ...) that other kernel tests use for the
+// cases:: types stay apart in a unity build.
+namespace kaas::testing::reduce_test {
 namespace {
 
 class ReduceTest : public ::testing::TestWithParam<const Backend*> {};
@@ -147,4 +149,4 @@ TEST_P(ReduceTest, EveryCaseMatchesItsReference) {
 KAAS_INSTANTIATE_FOR_BACKENDS(ReduceTest);
 
 }  // namespace
-}  // namespace kaas::testing
+}  // namespace kaas::testing::reduce_test

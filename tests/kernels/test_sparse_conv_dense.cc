@@ -14,7 +14,9 @@
 #include "tests/support/kernel_cases.h"
 #include "tests/support/reference.h"
 
-namespace kaas::testing {
+// Its own namespace: helper names (Case, Shape, ...) that other kernel tests use for the
+// cases:: types stay apart in a unity build.
+namespace kaas::testing::sparse_conv_dense_test {
 namespace {
 
 // A small network of the EmTrkMichelId shape: [n, 12, 11, 1] -> conv 8 x 3x3 + ReLU -> dense
@@ -309,4 +311,4 @@ TEST_P(SparseConvDenseTest, RejectsWindowsOutsideTheIndexAndWrongWeights) {
 KAAS_INSTANTIATE_FOR_BACKENDS(SparseConvDenseTest);
 
 }  // namespace
-}  // namespace kaas::testing
+}  // namespace kaas::testing::sparse_conv_dense_test
