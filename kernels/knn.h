@@ -17,7 +17,9 @@
 //   kBinned      a uniform grid of cubic cells on the B coordinates of largest spread (B up to
 //                6, as many as keep a few cells per dimension; HGCalML's binned_select_knn idea),
 //                with the event as the outer cell coordinate and about 2K points per cell
-//                (16..32; 64 above D = 8). The cell lists (CSR) are built on the device by
+//                (16..32; 64 above D = 8), cells shrunk for clustered points; points on
+//                curves that the cell limit keeps the grid from resolving are binned on one
+//                coordinate fewer (down to two). The cell lists (CSR) are built on the device by
 //                counting, exclusive_scan and a scatter into dimension-major coordinates. One group
 //                per cell takes the cell's points as its queries and walks the shells of cells
 //                around it together: the own cell fills each query's heap (first the K-1 points
@@ -73,6 +75,10 @@ KnnMethod knn_auto_method(int64_t dims, int64_t largest_event);
 // The methods' names, from their table (kernels/knn.cc): "auto", "binned", "brute_force".
 std::string_view to_string(KnnMethod method);
 KnnMethod knn_method_from_name(std::string_view name);  // throws kInvalidArgument
+// How many coordinates kBinned's grid bins for these points and K, after its refinement (the
+// checks of knn() apply; synchronises the queue). For diagnostics and tests.
+int knn_binned_grid_dims(const Queue& queue, View2<const float> points,
+                         View1<const int64_t> row_splits, int k);
 
 namespace detail {
 

@@ -238,6 +238,44 @@ TEST_P(KnnTest, LongThinEventWithAnOutlier) {
   EXPECT_EQ(checker.result().wrong, 0) << checker.result().first_wrong;
 }
 
+// Hits on straight tracks with a charge-like third coordinate (a long tail, as a Landau's):
+// most of the 3-D box is empty, a 3-D grid within the cell limit (one cell per point) cannot
+// shrink its cells to the target, so the grid bins two coordinates; uniform points keep all
+// three. Either way the binned rows equal brute force's bit for bit.
+TEST_P(KnnTest, PointsOnCurvesAreBinnedOnTwoCoordinates) {
+  Queue queue(*GetParam());
+  const bool emu = queue.backend().id() == BackendId::kGpuEmu;
+  const int64_t n = emu || kAddressSanitizer ? 1500 : 8000;
+  PointSet tracks;
+  tracks.dims = 3;
+  tracks.splits = {0, n};
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> start(0.0f, 400.0f), angle(0.0f, 6.2831853f),
+      tail(0.02f, 1.0f);
+  for (int64_t p = 0; p < n;) {
+    const float x = start(rng), y = start(rng), a = angle(rng);
+    for (int hit = 0; hit < 500 && p < n; ++hit, ++p) {
+      const float along = 0.5f * float(hit);
+      tracks.coords.insert(tracks.coords.end(),
+                           {x + along * std::cos(a), y + along * std::sin(a), 10.0f / tail(rng)});
+    }
+  }
+  const PointSet uniform = make_points(Shape::kUniform, 3, {n}, 8u);
+  const int k = 16;
+  for (const PointSet* set : {static_cast<const PointSet*>(&tracks), &uniform}) {
+    GuardedArray<float> points(queue, set->coords);
+    GuardedArray<int64_t> splits(queue, set->splits);
+    const int binned = knn_binned_grid_dims(
+        queue, make_view<2>(points.const_view().data, {set->size(), int64_t(3)}),
+        splits.const_view(), k);
+    EXPECT_EQ(binned, set == &tracks ? 2 : 3) << (set == &tracks ? "tracks" : "uniform");
+    const LaunchConfig config{emu ? 32 : 0, 0};
+    expect_same(run_knn(queue, *set, k, KnnMethod::kBinned, config),
+                run_knn(queue, *set, k, KnnMethod::kBruteForce, config),
+                set == &tracks ? "tracks" : "uniform");
+  }
+}
+
 // Output rows inside wider buffers (row strides K + 3): the heaps live in the output rows, so
 // strided rows must give the contiguous result in their first K slots.
 TEST_P(KnnTest, StridedOutputRowsGiveTheContiguousRows) {
