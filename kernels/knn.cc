@@ -283,11 +283,12 @@ CountedGrid refine_grid(const Queue& queue, View2<const float> points,
 }
 
 // A grid short of its target drops a binned coordinate (down to two) and is refined again: at
-// the cell limit, cells on curves (tracks, showers; hits with their charge as D = 3) hold
+// the cell limit, cells on curves (tracks and showers; hits with their charge as D = 3) hold
 // more points than the target and the walk visits 3^B cells per shell for few points. Measured
-// (bench knn_peers, openmp 2 threads, Zen 4, interleaved rounds, B = 2 vs 3): toy event D = 3,
-// K = 16 0.84x the time, K = 64 0.83x, 20 toy events 0.82x, tracks 100k D = 3 0.84x; grids
-// that reach the target keep B (tracks 1M D = 3: B = 2 would take 1.12x, uniform 100k 2x).
+// (bench knn_peers, openmp 2 threads, Zen 4, 3 interleaved rounds, against the grid kept at
+// B = 3): toy hits D = 3 one event 0.92x the time at K = 16 and 0.95x at K = 64, 20 events 0.84x.
+// Grids that reach the target keep B: tracks 100k D = 3 would take 0.84x at B = 2 but 1M 1.12x,
+// uniform 100k 2x, so curves alone, without the cell limit, do not decide it.
 CountedGrid count_into_grid(const Queue& queue, View2<const float> points,
                             View1<const int64_t> row_splits, const std::vector<float>& bounds,
                             int64_t events, int64_t nonempty, int k, DeviceBuffer<int32_t>& cell_of,
