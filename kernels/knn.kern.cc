@@ -13,7 +13,7 @@ using detail::KnnGrid;
 
 using knn_rows::before;
 using knn_rows::block_distances;
-using knn_rows::event_of;
+using knn_rows::event_of_near;
 using knn_rows::heap_of;
 using knn_rows::heap_row;
 using knn_rows::HeapRow;
@@ -127,6 +127,7 @@ struct CountKernel {
   KAAS_KERNEL void operator()(const Ctx& ctx, View2<const float> points,
                               View1<const int64_t> row_splits, KnnGrid grid, View1<int32_t> cell_of,
                               View1<int32_t> slot, View1<int32_t> counts) const {
+    int64_t event = 0;  // the last point's event
     for (int64_t p : uniform_elements(ctx, points.extent[0])) {
       int64_t local = 0;
       for (int b = 0; b < grid.binned_dims; ++b) {
@@ -137,7 +138,7 @@ struct CountKernel {
             math::min<int64_t>(static_cast<int64_t>(math::max(f, 0.0f)), grid.bins[b] - 1);
         local += c * grid.stride[b];
       }
-      const int64_t cell = event_of(row_splits, p) * grid.event_cells + local;
+      const int64_t cell = event_of_near(row_splits, p, event) * grid.event_cells + local;
       cell_of[p] = static_cast<int32_t>(cell);
       slot[p] = ctx.atomic_add(&counts[cell], 1);
     }
