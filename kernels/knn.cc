@@ -32,31 +32,37 @@ double points_per_cell(int k, int64_t dims) {
   return std::clamp(2.0 * k, 16.0, 32.0);
 }
 
-void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,
-                     View2<int32_t> indices, View2<float> distances, KnnMethod method,
-                     const LaunchConfig& config) {
+// The checks every entry point makes on the input points, their events and K.
+void check_inputs(View2<const float> points, View1<const int64_t> row_splits, int k) {
   detail::check_view(points, kKnn, "points");
   detail::check_view(row_splits, kKnn, "row_splits");
-  detail::check_view(indices, kKnn, "indices");
-  detail::check_view(distances, kKnn, "distances");
-  require(method == KnnMethod::kAuto || method == KnnMethod::kBruteForce ||
-              method == KnnMethod::kBinned,
-          kKnn, "method", "kAuto, kBruteForce or kBinned",
-          std::to_string(static_cast<int>(method)));
   require(k >= 1 && k <= kKnnMaxK, kKnn, "k", "1.." + std::to_string(kKnnMaxK), std::to_string(k));
   const int64_t n = points.extent[0], dims = points.extent[1];
   require(dims >= 1 && dims <= kKnnMaxDims, kKnn, "points extent[1] (D)",
           "1.." + std::to_string(kKnnMaxDims), std::to_string(dims));
   require(n <= INT32_MAX - 1, kKnn, "points extent[0] (N)", "<= 2147483646 (int32 indices)",
           std::to_string(n));
-  detail::check_same_extent(n, indices.extent[0], kKnn, "indices extent[0] (N of points)");
-  detail::check_same_extent(k, indices.extent[1], kKnn, "indices extent[1] (k)");
-  detail::check_same_extent(n, distances.extent[0], kKnn, "distances extent[0] (N of points)");
-  detail::check_same_extent(k, distances.extent[1], kKnn, "distances extent[1] (k)");
   require(row_splits.extent[0] >= 1, kKnn, "row_splits extent[0] (E + 1)", ">= 1",
           std::to_string(row_splits.extent[0]));
   require(row_splits.extent[0] == 1 || row_splits.stride[0] == 1, kKnn, "row_splits stride", "1",
           std::to_string(row_splits.stride[0]));
+}
+
+void check_arguments(View2<const float> points, View1<const int64_t> row_splits, int k,
+                     View2<int32_t> indices, View2<float> distances, KnnMethod method,
+                     const LaunchConfig& config) {
+  check_inputs(points, row_splits, k);
+  detail::check_view(indices, kKnn, "indices");
+  detail::check_view(distances, kKnn, "distances");
+  require(method == KnnMethod::kAuto || method == KnnMethod::kBruteForce ||
+              method == KnnMethod::kBinned,
+          kKnn, "method", "kAuto, kBruteForce or kBinned",
+          std::to_string(static_cast<int>(method)));
+  const int64_t n = points.extent[0];
+  detail::check_same_extent(n, indices.extent[0], kKnn, "indices extent[0] (N of points)");
+  detail::check_same_extent(k, indices.extent[1], kKnn, "indices extent[1] (k)");
+  detail::check_same_extent(n, distances.extent[0], kKnn, "distances extent[0] (N of points)");
+  detail::check_same_extent(k, distances.extent[1], kKnn, "distances extent[1] (k)");
   detail::check_config(config, kKnn);
 }
 
@@ -290,9 +296,12 @@ CountedGrid refine_grid(const Queue& queue, View2<const float> points,
 // Grids that reach the target keep B: tracks 100k D = 3 would take 0.84x at B = 2 but 1M 1.12x,
 // uniform 100k 2x, so curves alone, without the cell limit, do not decide it.
 CountedGrid count_into_grid(const Queue& queue, View2<const float> points,
-                            View1<const int64_t> row_splits, const std::vector<float>& bounds,
-                            int64_t events, int64_t nonempty, int k, DeviceBuffer<int32_t>& cell_of,
+                            View1<const int64_t> row_splits, const std::vector<int64_t>& splits,
+                            const std::vector<float>& bounds, int k, DeviceBuffer<int32_t>& cell_of,
                             DeviceBuffer<int32_t>& slot) {
+  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
+  int64_t nonempty = 0;
+  for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
   int max_binned_dims = kKnnMaxBinnedDims;
   for (;;) {
     CountedGrid counted = refine_grid(queue, points, row_splits, bounds, events, nonempty, k,
@@ -306,14 +315,10 @@ void launch_binned(const Queue& queue, View2<const float> points, View1<const in
                    const std::vector<int64_t>& splits, const std::vector<float>& bounds, int k,
                    View2<int32_t> indices, View2<float> distances, const LaunchConfig& config) {
   const int64_t n = points.extent[0], dims = points.extent[1];
-  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
-  int64_t nonempty = 0;
-  for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
-
   auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
   auto slot = make_device_buffer<int32_t>(queue, size_t(n));
   CountedGrid counted =
-      count_into_grid(queue, points, row_splits, bounds, events, nonempty, k, cell_of, slot);
+      count_into_grid(queue, points, row_splits, splits, bounds, k, cell_of, slot);
   const detail::KnnGrid& grid = counted.grid;
   const int64_t cells = counted.cells;
   DeviceBuffer<int32_t>& starts = counted.starts;
@@ -419,23 +424,15 @@ std::vector<ImplTableInfo> knn_impl_tables() {
 
 int knn_binned_grid_dims(const Queue& queue, View2<const float> points,
                          View1<const int64_t> row_splits, int k) {
-  detail::check_view(points, kKnn, "points");
-  detail::check_view(row_splits, kKnn, "row_splits");
-  require(k >= 1 && k <= kKnnMaxK, kKnn, "k", "1.." + std::to_string(kKnnMaxK), std::to_string(k));
-  const int64_t n = points.extent[0], dims = points.extent[1];
-  require(dims >= 1 && dims <= kKnnMaxDims, kKnn, "points extent[1] (D)",
-          "1.." + std::to_string(kKnnMaxDims), std::to_string(dims));
+  check_inputs(points, row_splits, k);
+  const int64_t n = points.extent[0];
   const std::vector<int64_t> splits = read_row_splits(queue, row_splits, n);
   if (n == 0) return 0;
   const std::vector<float> bounds = check_finite(queue, points);
-  const int64_t events = static_cast<int64_t>(splits.size()) - 1;
-  int64_t nonempty = 0;
-  for (int64_t e = 0; e < events; ++e) nonempty += splits[e + 1] > splits[e];
   auto cell_of = make_device_buffer<int32_t>(queue, size_t(n));
   auto slot = make_device_buffer<int32_t>(queue, size_t(n));
   const int binned =
-      count_into_grid(queue, points, row_splits, bounds, events, nonempty, k, cell_of, slot)
-          .grid.binned_dims;
+      count_into_grid(queue, points, row_splits, splits, bounds, k, cell_of, slot).grid.binned_dims;
   queue.wait();  // the workspaces are freed on return
   return binned;
 }
