@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "kaas/backends/backend_traits.h"
+#include "kaas/backends/cpu/cpu_info.h"
 #include "kaas/common/error.h"
 #include "kaas/kernels/convert.h"
 #include "kaas/kernels/impl_table.h"
@@ -64,9 +65,21 @@ ConvDenseHeadsPlan::ConvDenseHeadsPlan(const PlanContext& context, int64_t max_b
   const int64_t slab_budget =
       conv_dense_heads_slab_budget(context.queue.backend(), conv_out[1], conv_out[2], conv_out[3],
                                    tile_, options.fused_slab_bytes, element_bytes);
-  rows_per_pass_ = slab_rows(graph, fused, context.max_shapes, tile_, slab_budget, element_bytes);
+  slab_rows_ = slab_rows(graph, fused, context.max_shapes, tile_, slab_budget, element_bytes);
+  rows_per_pass_ = thread_rows_ = slab_rows_;
+  // The batch split's smaller passes: a thread's share of the slab within its L2.
+  const int threads = conv_dense_heads_batch_threads(context.queue);
+  const int64_t thread_budget = options.fused_thread_slab_bytes > 0
+                                    ? options.fused_thread_slab_bytes
+                                    : int64_t(host_cpu_info().l2_cache_bytes);
+  if (options.precision == Precision::kFp32 && host_simd(context.queue.backend_id()) &&
+      threads > 1 && thread_budget > 0) {
+    thread_rows_ = std::min(
+        slab_rows_, slab_rows(graph, fused, context.max_shapes,
+                              std::max<int64_t>(tile_ / threads, 1), thread_budget, element_bytes));
+  }
   const std::string dense1_impl =
-      make_buffers(size_t(tile_ * rows_per_pass_ * conv_out[2] * conv_out[3]));
+      make_buffers(size_t(tile_ * slab_rows_ * conv_out[2] * conv_out[3]));
   const std::string p(to_string(options.precision));
   const std::string layers = p == "fp32"
                                  ? std::string("fp32")
@@ -78,6 +91,12 @@ ConvDenseHeadsPlan::ConvDenseHeadsPlan(const PlanContext& context, int64_t max_b
   log_.precision.push_back("precision " + p + ": " + graph.ops[fused.dense2].node + ", " +
                            graph.ops[fused.head_a].node + ", " + graph.ops[fused.head_b].node +
                            " fp32 (their outputs fp32)");
+  write_summary();
+}
+
+void ConvDenseHeadsPlan::write_summary() {
+  const Graph& graph = context_.graph;
+  const ConvDenseHeads& fused = context_.fused;
   log_.summary = "plan: fused conv-dense-heads: " + graph.ops[fused.conv].op_type + " " +
                  std::to_string(rows_per_pass_) + " output rows x " + std::to_string(tile_) +
                  " patches per slab, accumulated into " + graph.ops[fused.dense1].node + "; " +
@@ -233,6 +252,21 @@ std::vector<ConvDenseHeadsPlan::Kernels> ConvDenseHeadsPlan::kernel_candidates(i
   return impls;
 }
 
+// Thread split x first-layer kernels, the kernels split first (today's fixed rule); the batch
+// split also with the smaller slab passes (thread_rows_), where they are smaller. Every pass
+// cut gives the same bits (the first layer sums K per conv row: docs/reproducibility.md).
+std::vector<ConvDenseHeadsPlan::Choice> ConvDenseHeadsPlan::fused_choices(
+    const std::vector<Kernels>& impls) const {
+  std::vector<Choice> choices;
+  for (const Kernels& k : impls) choices.push_back({ConvDenseHeadsSplit::kKernels, k, slab_rows_});
+  for (const Kernels& k : impls) {
+    choices.push_back({ConvDenseHeadsSplit::kBatch, k, slab_rows_});
+    if (thread_rows_ < slab_rows_)
+      choices.push_back({ConvDenseHeadsSplit::kBatch, k, thread_rows_});
+  }
+  return choices;
+}
+
 // The planner's candidates on the CPU backends: thread split x first-layer GEMM, today's fixed
 // rule (kernel split, kAuto's GEMM) first. Each is timed on `batch` rows of the real shapes; the
 // outputs are the same bits for every split and for the fp32 GEMMs (one FMA chain per element
@@ -253,22 +287,23 @@ bool ConvDenseHeadsPlan::choose_execution(int64_t batch,
   if (options.precision != Precision::kFp32 && impls.size() > 1 &&
       mode == planner::Mode::kMeasure && options.fused_candidate.empty())
     impls = {choose_reduced_kernels(impls, batch, run_model)};
-  std::vector<ConvDenseHeadsSplit> splits{ConvDenseHeadsSplit::kKernels};
   const int threads = conv_dense_heads_batch_threads(queue);
-  if (threads > 1 && batch >= threads) splits.push_back(ConvDenseHeadsSplit::kBatch);
+  std::vector<Choice> choices = fused_choices(impls);
+  if (threads <= 1 || batch < threads)
+    std::erase_if(choices, [](const Choice& c) { return c.split == ConvDenseHeadsSplit::kBatch; });
   std::vector<planner::Candidate> candidates;
-  std::vector<std::pair<ConvDenseHeadsSplit, Kernels>> choices;
-  for (const auto split : splits) {
-    for (const Kernels& k : impls) {
-      choices.emplace_back(split, k);
-      candidates.push_back({std::string(to_string(split)) + " split, " + k.name,
-                            [this, split, k, batch, &run_model] {
-                              split_ = split;
-                              dense1_impl_ = k.dense1;
-                              conv_impl_ = k.conv;
-                              run_model(batch);
-                            }});
-    }
+  for (const Choice& c : choices) {
+    std::string name = std::string(to_string(c.split)) + " split, " + c.kernels.name;
+    if (c.rows_per_pass != slab_rows_)
+      name +=
+          ", slab " + std::to_string(c.rows_per_pass) + (c.rows_per_pass == 1 ? " row" : " rows");
+    candidates.push_back({name, [this, c, batch, &run_model] {
+                            split_ = c.split;
+                            dense1_impl_ = c.kernels.dense1;
+                            conv_impl_ = c.kernels.conv;
+                            rows_per_pass_ = c.rows_per_pass;
+                            run_model(batch);
+                          }});
   }
   if (run_unfused) candidates.push_back({"unfused", [batch, &run_unfused] { run_unfused(batch); }});
   if (mode == planner::Mode::kMeasure && candidates.size() > 1) copy_trial_input();
@@ -278,7 +313,7 @@ bool ConvDenseHeadsPlan::choose_execution(int64_t batch,
                             std::to_string(threads) + " conv " +
                             shape_string(Shape(conv_out.begin() + 1, conv_out.end())) + " N1 " +
                             std::to_string(n1) + (trans_b ? " transB" : "") + " slab rows " +
-                            std::to_string(rows_per_pass_) + " batch " + std::to_string(batch);
+                            std::to_string(slab_rows_) + " batch " + std::to_string(batch);
   const planner::Decision d = options.fused_candidate.empty()
                                   ? planner::choose(point, candidates, mode)
                                   : pinned(candidates, options.fused_candidate);
@@ -287,9 +322,11 @@ bool ConvDenseHeadsPlan::choose_execution(int64_t batch,
     release();  // the unfused plan was measured faster than every fused candidate
     return false;
   }
-  split_ = choices[d.chosen].first;
-  dense1_impl_ = choices[d.chosen].second.dense1;
-  conv_impl_ = choices[d.chosen].second.conv;
+  split_ = choices[d.chosen].split;
+  dense1_impl_ = choices[d.chosen].kernels.dense1;
+  conv_impl_ = choices[d.chosen].kernels.conv;
+  rows_per_pass_ = choices[d.chosen].rows_per_pass;
+  write_summary();
   if (split_ == ConvDenseHeadsSplit::kBatch && options.fused_candidate.empty())
     log_.extend_last_decision(batch_split_threshold(point, batch, run_model));
   return true;

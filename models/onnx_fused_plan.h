@@ -48,6 +48,11 @@ class ConvDenseHeadsPlan {
     std::string name;
   };
   struct Reduced;  // the 16-bit layers, bf16 or fp16
+  struct Choice {  // a fused candidate of the planner
+    ConvDenseHeadsSplit split;
+    Kernels kernels;
+    int64_t rows_per_pass;
+  };
 
   std::string make_buffers(size_t slab_elements);
   template <class T>
@@ -58,6 +63,8 @@ class ConvDenseHeadsPlan {
                                  const std::function<void(int64_t)>& run_model);
   std::string batch_split_threshold(const std::string& point, int64_t batch,
                                     const std::function<void(int64_t)>& run_model);
+  std::vector<Choice> fused_choices(const std::vector<Kernels>& impls) const;
+  void write_summary();
   void copy_trial_input();
   void release();
   template <class T>
@@ -66,7 +73,9 @@ class ConvDenseHeadsPlan {
   PlanContext context_;
   PlanLog& log_;
   int64_t tile_ = 1;           // patches per slab pass
-  int64_t rows_per_pass_ = 1;  // conv output rows per slab pass
+  int64_t rows_per_pass_ = 1;  // conv output rows per slab pass (the chosen candidate's)
+  int64_t slab_rows_ = 1;      // rows per pass within fused_slab_bytes (the slab's size)
+  int64_t thread_rows_ = 1;    // the batch split's smaller candidate (fused_thread_slab_bytes)
   DeviceBuffer<float> slab_, dense1_;
   std::vector<float> dense1_panel_values_;  // host memory: CPU backends only
   GemmPackedPanels dense1_panels_;

@@ -55,7 +55,11 @@ struct OnnxModelOptions {
   FusedPlan fused = FusedPlan::kAuto;
   int64_t fused_batch_tile = 256;      // patches per conv slab pass
   int64_t fused_slab_bytes = 8 << 20;  // conv slab budget on CPU backends (stays in the L3)
-  int device = 0;                      // the backend's device (GPU index)
+  // fp32 on CPU backends: the planner also times the batch split with smaller slab passes, each
+  // thread's share of the slab within this many bytes (0: one core's L2), as its conv writes
+  // and its first-layer tiles read the slab again once per column panel.
+  int64_t fused_thread_slab_bytes = 0;
+  int device = 0;  // the backend's device (GPU index)
   // bf16 / fp16: the fused plan's conv and first dense layer on 16-bit weights and activations
   // (fp32 accumulation, bias, later layers and outputs); other plans accept only fp32.
   Precision precision = Precision::kFp32;

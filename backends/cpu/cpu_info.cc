@@ -52,6 +52,19 @@ std::string read_isa() {
   return isa;
 }
 
+size_t read_l2_cache_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE); bytes > 0) return size_t(bytes);
+#endif
+  // sysfs writes e.g. "1024K".
+  std::ifstream size_file("/sys/devices/system/cpu/cpu0/cache/index2/size");
+  size_t value = 0;
+  char unit = 0;
+  if (!(size_file >> value)) return 0;
+  size_file >> unit;
+  return unit == 'K' ? value << 10 : unit == 'M' ? value << 20 : value;
+}
+
 }  // namespace
 
 const CpuInfo& host_cpu_info() {
@@ -62,6 +75,7 @@ const CpuInfo& host_cpu_info() {
     i.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
     i.memory_bytes = pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * page_size : 0;
+    i.l2_cache_bytes = read_l2_cache_bytes();
     return i;
   }();
   return info;

@@ -523,6 +523,52 @@ TEST(EmTrkPlanner, TheSplitFollowsTheBatchWithTheSameBits) {
   }
 }
 
+// The batch split's smaller slab passes (each thread's share within fused_thread_slab_bytes, a
+// planner candidate) give the bits of the fixed plan's larger passes, and the plan says so.
+TEST(EmTrkPlanner, TheBatchSplitsSmallerSlabsGiveTheSameBits) {
+  const Backend* found = nullptr;
+  for (const Backend* b : compiled_backends())
+    if (b->id() == BackendId::kOpenmp) found = b;
+  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const OmpThreadsForTest omp(2);
+  if (conv_dense_heads_batch_threads(Queue(*found)) < 2) GTEST_SKIP() << "one thread only";
+  const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
+  const int64_t batch = 8, row_bytes = 44 * 48 * 4;
+  const auto patches = random_floats(batch * 48 * 48, 96, -5.0f, 15.0f);
+  const std::vector<models::HostTensor> inputs{models::HostTensor::make<float>(
+      "main_input", models::DataType::kFloat32, {batch, 48, 48, 1}, patches)};
+  const std::string gemm = gemm_avx512_available() ? "avx512"
+                           : gemm_avx2_available() ? "avx2"
+                                                   : "auto";
+  auto run_with = [&](const std::string& candidate, std::string& summary) {
+    models::OnnxModelOptions options;
+    options.max_batch = batch;
+    options.sparse = models::SparsePlan::kDense;
+    options.planner = planner::Mode::kFixed;
+    options.fused_slab_bytes = batch * row_bytes * 4;         // 4 conv rows per pass
+    options.fused_thread_slab_bytes = batch / 2 * row_bytes;  // a thread's share: 1 row
+    options.fused_candidate = candidate;
+    const auto model = models::make_onnx_model(proto, *found, options);
+    summary = model->describe().back();
+    return model->run(inputs);
+  };
+  std::string fixed_summary, large_summary, small_summary;
+  const auto fixed = run_with("", fixed_summary);
+  const auto large = run_with("batch split, " + gemm, large_summary);
+  const auto small = run_with("batch split, " + gemm + ", slab 1 row", small_summary);
+  EXPECT_NE(fixed_summary.find(": Conv+Relu 4 output rows x 8 patches"), std::string::npos)
+      << fixed_summary;
+  EXPECT_NE(large_summary.find(": Conv+Relu 4 output rows x 8 patches"), std::string::npos)
+      << large_summary;
+  EXPECT_NE(small_summary.find(": Conv+Relu 1 output rows x 8 patches"), std::string::npos)
+      << small_summary;
+  ASSERT_EQ(fixed.size(), 2u);
+  for (size_t o = 0; o < fixed.size(); ++o) {
+    EXPECT_EQ(fixed[o].bytes, large[o].bytes) << o;
+    EXPECT_EQ(fixed[o].bytes, small[o].bytes) << o;
+  }
+}
+
 // The planner's measured choice (thread split x first-layer GEMM) gives the fixed rule's bits in
 // fp32, and the plan log names the choice and the candidates' times.
 TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
