@@ -475,14 +475,20 @@ TEST(EmTrkPlanner, TheSparseChoiceIsMadePatchByPatch) {
   }
 }
 
+// The openmp backend where this build has it and it runs here, else nullptr (the planner's
+// batch split needs a team of threads).
+const Backend* available_openmp() {
+  for (const Backend* b : compiled_backends())
+    if (b->id() == BackendId::kOpenmp && b->available()) return b;
+  return nullptr;
+}
+
 // When the batch split is measured faster at the planning batch, the split follows the batch
 // (the kernels split below the batch where the batch split was measured faster): a patch gets
 // the same bits in a batch of 40 (over the 32 measured), of 8 and alone.
 TEST(EmTrkPlanner, TheSplitFollowsTheBatchWithTheSameBits) {
-  const Backend* found = nullptr;
-  for (const Backend* b : compiled_backends())
-    if (b->id() == BackendId::kOpenmp) found = b;
-  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const Backend* found = available_openmp();
+  if (found == nullptr) GTEST_SKIP() << "no openmp backend in this build";
   const OmpThreadsForTest omp(2);
   const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   models::OnnxModelOptions options;
@@ -526,10 +532,8 @@ TEST(EmTrkPlanner, TheSplitFollowsTheBatchWithTheSameBits) {
 // The batch split's smaller slab passes (each thread's share within fused_thread_slab_bytes, a
 // planner candidate) give the bits of the fixed plan's larger passes, and the plan says so.
 TEST(EmTrkPlanner, TheBatchSplitsSmallerSlabsGiveTheSameBits) {
-  const Backend* found = nullptr;
-  for (const Backend* b : compiled_backends())
-    if (b->id() == BackendId::kOpenmp) found = b;
-  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const Backend* found = available_openmp();
+  if (found == nullptr) GTEST_SKIP() << "no openmp backend in this build";
   const OmpThreadsForTest omp(2);
   if (conv_dense_heads_batch_threads(Queue(*found)) < 2) GTEST_SKIP() << "one thread only";
   const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
@@ -572,10 +576,8 @@ TEST(EmTrkPlanner, TheBatchSplitsSmallerSlabsGiveTheSameBits) {
 // The planner's measured choice (thread split x first-layer GEMM) gives the fixed rule's bits in
 // fp32, and the plan log names the choice and the candidates' times.
 TEST(EmTrkPlanner, AMeasuredPlanGivesTheFixedPlansBits) {
-  const Backend* found = nullptr;
-  for (const Backend* b : compiled_backends())
-    if (b->id() == BackendId::kOpenmp) found = b;
-  if (found == nullptr || !found->available()) GTEST_SKIP() << "no openmp backend in this build";
+  const Backend* found = available_openmp();
+  if (found == nullptr) GTEST_SKIP() << "no openmp backend in this build";
   const Backend& openmp = *found;
   const auto& proto = generated_emtrk(EmTrkGraphStyle::kKeras, 5);
   const int64_t batch = 6;
